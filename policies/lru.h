@@ -1,0 +1,38 @@
+// lru (alias vllm): vLLM v1's free block queue, exactly.
+//
+// Idea: free blocks wait in one queue; allocation pops the head, freeing
+// appends to the tail, and a hit on a free block unlinks it from wherever it
+// sits. Because a finished request frees its block table last-to-first, a
+// request's tail blocks sit ahead of its prefix and are evicted first. This
+// is LRU over *release time*, not over access time. Source:
+// vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue, block_pool.py.
+// It must keep matching the vLLM goldens block for block, so unlike the other
+// policies it does not prefer never-used blocks over cached ones.
+#pragma once
+
+#include "sim/eviction_policy.h"
+#include "sim/intrusive_list.h"
+
+namespace prefixsim {
+
+class LruPolicy final : public EvictionPolicy {
+ public:
+  std::string name() const override { return "lru"; }
+  void reset(const BlockPool&, int32_t num_blocks) override {
+    queue_.reset(num_blocks);
+    for (BlockId b = 1; b < num_blocks; ++b) queue_.push_back(b);
+  }
+  void on_hit(BlockId b, bool was_free) override {
+    if (was_free) queue_.unlink(b);
+  }
+  BlockId pop_free() override { return queue_.pop_front(); }
+  void on_free(BlockId b) override { queue_.push_back(b); }
+  bool is_free(BlockId b) const override { return queue_.contains(b); }
+  int32_t num_free() const override { return queue_.size(); }
+  size_t bytes() const override { return queue_.bytes(); }
+
+ private:
+  IntrusiveList queue_;
+};
+
+}  // namespace prefixsim

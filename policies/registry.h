@@ -1,0 +1,59 @@
+// The one table that names every eviction policy. The CLI, the YAML scenario
+// loader and the tests all go through make_policy(); nothing else lists
+// policies.
+//
+// Spec syntax: "name" or "name:key=value,key=value" (e.g. "lfu:aging=0.5").
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/eviction_policy.h"
+
+namespace prefixsim {
+
+// Parameters given after the colon, with typed getters that reject bad values
+// and report keys nobody asked for.
+class PolicyParams {
+ public:
+  PolicyParams() = default;
+  PolicyParams(std::string policy, std::map<std::string, std::string> kv);
+  double get_double(const std::string& key, double fallback);
+  int64_t get_int(const std::string& key, int64_t fallback);
+  bool get_bool(const std::string& key, bool fallback);
+  // Throws InputError naming the first key no getter consumed.
+  void reject_unused() const;
+  const std::map<std::string, std::string>& values() const { return kv_; }
+
+ private:
+  std::string policy_;
+  std::map<std::string, std::string> kv_;
+  std::map<std::string, bool> used_;
+};
+
+// What a policy may need beyond its parameters. Offline and cost-aware
+// policies get their extra knowledge here.
+struct PolicyContext {
+  int32_t block_size = 16;
+};
+
+struct PolicyInfo {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::string summary;  // one line for --help and reports
+  std::function<std::unique_ptr<EvictionPolicy>(PolicyParams&, const PolicyContext&)> make;
+};
+
+const std::vector<PolicyInfo>& policy_registry();
+const PolicyInfo* find_policy(std::string_view name);
+// Parses a spec and builds the policy; throws InputError on an unknown name
+// or a bad parameter.
+std::unique_ptr<EvictionPolicy> make_policy(std::string_view spec, const PolicyContext& ctx = {});
+// Canonical name of a spec ("vllm" -> "lru"), for reports.
+std::string canonical_policy_name(std::string_view spec);
+
+}  // namespace prefixsim

@@ -1,0 +1,88 @@
+#include "sim/block_pool.h"
+
+#include <sstream>
+
+#include "sim/error.h"
+
+namespace prefixsim {
+
+BlockPool::BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy)
+    : num_blocks_(num_blocks), enable_caching_(enable_caching), policy_(std::move(policy)) {
+  if (num_blocks < 2) throw InputError("num_blocks must be at least 2 (block 0 is the null block)");
+  ref_.assign(static_cast<size_t>(num_blocks), 0);
+  hashes_.assign(static_cast<size_t>(num_blocks), BlockHash{});
+  index_.reset(num_blocks, &hashes_);
+  num_free_ = num_blocks - 1;
+  policy_->reset(*this, num_blocks);
+}
+
+void BlockPool::touch(std::span<const BlockId> blocks) {
+  for (BlockId b : blocks) {
+    const bool was_free = ref_[b] == 0;
+    if (was_free) --num_free_;
+    policy_->on_hit(b, was_free);
+    ++ref_[b];
+  }
+}
+
+void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
+  for (int32_t i = 0; i < n; ++i) {
+    const BlockId b = policy_->pop_free();
+    if (b <= 0 || ref_[b] != 0) throw InternalError("eviction policy handed out a block that is not free");
+    if (index_.contains_block(b)) {  // lazy eviction at reuse
+      index_.erase(b);
+      ++evictions_;
+      policy_->on_evicted(b, hashes_[b]);
+    }
+    ref_[b] = 1;
+    --num_free_;
+    out.push_back(b);
+  }
+}
+
+void BlockPool::cache(BlockId b, const CachedBlockInfo& info) {
+  hashes_[b] = info.hash;
+  index_.insert(b);
+  policy_->on_cached(b, info);
+}
+
+void BlockPool::release(BlockId b) {
+  if (--ref_[b] == 0) {
+    ++num_free_;
+    policy_->on_free(b);
+  }
+}
+
+std::string BlockPool::check_invariants() const {
+  std::ostringstream err;
+  if (ref_[0] != 0 || policy_->is_free(0) || index_.contains_block(0)) err << "the null block was used; ";
+  int32_t free_seen = 0;
+  size_t cached = 0;
+  for (BlockId b = 1; b < num_blocks_; ++b) {
+    const bool in_free = policy_->is_free(b);
+    if (ref_[b] < 0) err << "block " << b << " has ref_count " << ref_[b] << "; ";
+    if (ref_[b] > 0 && in_free) err << "block " << b << " is referenced but in the free set; ";
+    if (ref_[b] == 0 && !in_free) err << "block " << b << " is unreferenced but not in the free set; ";
+    free_seen += in_free ? 1 : 0;
+    if (index_.contains_block(b)) {
+      ++cached;
+      // Findable: the chain under its hash reaches it.
+      BlockId c = index_.find(hashes_[b]);
+      while (c != kNoBlock && c != b) c = index_.next_duplicate(c);
+      if (c != b) err << "cached block " << b << " is not findable by its hash; ";
+    }
+    if (!err.str().empty() && err.str().size() > 400) break;
+  }
+  if (free_seen != num_free_ || policy_->num_free() != num_free_)
+    err << "num_free " << num_free_ << " but the free set holds " << free_seen << " (policy says "
+        << policy_->num_free() << "); ";
+  (void)cached;
+  return err.str();
+}
+
+size_t BlockPool::metadata_bytes() const {
+  return ref_.capacity() * sizeof(int32_t) + hashes_.capacity() * sizeof(BlockHash) + index_.bytes() +
+         policy_->bytes();
+}
+
+}  // namespace prefixsim

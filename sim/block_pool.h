@@ -1,0 +1,76 @@
+// The KV block pool: vLLM v1's BlockPool with the eviction decision delegated
+// to an EvictionPolicy.
+//
+// Invariant (checked by check_invariants(), after every operation in debug
+// builds and under `--check`):
+//   every usable block b in 1..N-1 is EITHER referenced (ref_count > 0, not in
+//   the policy's free set) OR free (ref_count == 0, in the free set exactly
+//   once); num_free() == the free set's size; a block is cached iff the index
+//   holds it, and the index finds every cached hash; block 0 (the null block)
+//   is never referenced, freed or cached.
+// A free block may still be cached: it stays findable until it is reused
+// (lazy eviction), which is how a finished request's prefix is hit later.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/block_hash_index.h"
+#include "sim/eviction_policy.h"
+#include "sim/types.h"
+
+namespace prefixsim {
+
+class BlockPool {
+ public:
+  BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy);
+
+  int32_t num_blocks() const { return num_blocks_; }            // includes the null block
+  int32_t num_usable() const { return num_blocks_ - 1; }
+  int32_t num_free() const { return num_free_; }
+  bool caching_enabled() const { return enable_caching_; }
+  double usage() const { return 1.0 - static_cast<double>(num_free_) / static_cast<double>(num_usable()); }
+
+  int32_t ref_count(BlockId b) const { return ref_[b]; }
+  bool is_cached(BlockId b) const { return index_.contains_block(b); }
+  const BlockHash& hash_of(BlockId b) const { return hashes_[b]; }
+  // Earliest-inserted cached block with this hash, or kNoBlock.
+  BlockId find(const BlockHash& h) const { return index_.find(h); }
+  const BlockHashIndex& index() const { return index_; }
+  EvictionPolicy& policy() { return *policy_; }
+  const EvictionPolicy& policy() const { return *policy_; }
+
+  // Take the hit blocks for a request: free ones leave the free set; every
+  // ref count goes up by one (vLLM BlockPool.touch).
+  void touch(std::span<const BlockId> blocks);
+  // Pop n blocks chosen by the policy, evicting any stale hash; append them
+  // to `out`. The caller has checked n <= num_free().
+  void allocate(int32_t n, std::vector<BlockId>& out);
+  // Insert the hash of a just-filled block into the index.
+  void cache(BlockId b, const CachedBlockInfo& info);
+  // Release blocks in the given order (callers pass a block table reversed,
+  // so a request's tail blocks are evicted first).
+  void release(BlockId b);
+
+  uint64_t evictions() const { return evictions_; }
+
+  // Returns an empty string when the invariant holds, else what is broken.
+  std::string check_invariants() const;
+  // Metadata bytes: per-block state, the hash index and the policy's state.
+  size_t metadata_bytes() const;
+
+ private:
+  int32_t num_blocks_;
+  bool enable_caching_;
+  std::unique_ptr<EvictionPolicy> policy_;
+  std::vector<int32_t> ref_;
+  std::vector<BlockHash> hashes_;
+  BlockHashIndex index_;
+  int32_t num_free_ = 0;
+  uint64_t evictions_ = 0;
+};
+
+}  // namespace prefixsim

@@ -1,0 +1,25 @@
+// The `prefixsim` subcommands. Each lives in its own cmd_*.cpp and takes the
+// arguments after its name; it returns the process exit code (0 ok, 1 a check
+// failed, 2 bad input or usage, 3 internal error) or throws InputError /
+// InternalError, which main() turns into a one-line message and that code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace prefixsim::cli {
+
+using Args = std::vector<std::string>;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const Args& args);
+};
+
+// The one table of subcommands (main.cpp).
+const std::vector<Command>& commands();
+
+int cmd_ops(const Args& args);
+
+}  // namespace prefixsim::cli

@@ -1,0 +1,74 @@
+// prefixsim: replays LLM request traces against a vLLM-v1-exact prefix cache.
+#include <cstring>
+#include <iostream>
+#include <new>
+
+#include "prefixsim_config.h"
+#include "sim/cli/commands.h"
+#include "sim/error.h"
+
+namespace prefixsim::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"ops", "run a block-manager operation script; one JSON line per op (vLLM golden format)", cmd_ops},
+  };
+  return table;
+}
+
+namespace {
+
+void print_help() {
+  std::cout << "prefixsim " PREFIXSIM_VERSION
+               " - discrete-event simulator of LLM prefix-cache behaviour\n\n"
+               "Replays request traces against pluggable eviction policies over one\n"
+               "vLLM-v1-exact hash-chain block manager and reports hit rate and TTFT.\n\n"
+               "usage: prefixsim <command> [options]     (prefixsim <command> --help for details)\n\n"
+               "commands:\n";
+  for (const Command& c : commands()) {
+    std::cout << "  " << c.name;
+    for (size_t i = std::strlen(c.name); i < 10; ++i) std::cout << ' ';
+    std::cout << c.summary << "\n";
+  }
+  std::cout << "\noptions:\n  -h, --help     show this help\n  --version      print the version\n\n"
+               "exit codes: 0 ok, 1 a check or regression failed, 2 bad input or usage, 3 internal error\n";
+}
+
+}  // namespace
+}  // namespace prefixsim::cli
+
+int main(int argc, char** argv) {
+  using namespace prefixsim;
+  using namespace prefixsim::cli;
+  std::ios::sync_with_stdio(false);
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    print_help();
+    return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::cout << "prefixsim " PREFIXSIM_VERSION "\n";
+    return 0;
+  }
+  const std::string name = argv[1];
+  for (const Command& c : commands()) {
+    if (name != c.name) continue;
+    try {
+      return c.run(Args(argv + 2, argv + argc));
+    } catch (const InputError& e) {
+      std::cout.flush();
+      std::cerr << "prefixsim " << name << ": " << e.what() << "\n";
+      return 2;
+    } catch (const InternalError& e) {
+      std::cerr << "prefixsim " << name << ": internal error: " << e.what() << "\n";
+      return 3;
+    } catch (const std::bad_alloc&) {
+      std::cerr << "prefixsim " << name << ": out of memory\n";
+      return 3;
+    } catch (const std::exception& e) {
+      std::cerr << "prefixsim " << name << ": internal error: " << e.what() << "\n";
+      return 3;
+    }
+  }
+  std::cerr << "prefixsim: unknown command '" << name << "' (see prefixsim --help)\n";
+  return 2;
+}

@@ -1,0 +1,41 @@
+// Typed access to fields of a parsed JSON line, with errors that name the
+// file, the line and the field. Shared by every line-oriented input format
+// that is parsed with nlohmann_json (op scripts, step scripts).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/error.h"
+
+namespace prefixsim {
+
+class JsonLine {
+ public:
+  // Parses `text`; throws InputError("FILE:LINE: invalid JSON ...").
+  JsonLine(const std::string& file, long line, const std::string& text);
+
+  const nlohmann::json& json() const { return j_; }
+  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+  [[noreturn]] void fail(const std::string& msg) const { throw InputError(file_, line_, msg); }
+
+  std::string get_string(const char* key) const;
+  int64_t get_int(const char* key, int64_t lo = std::numeric_limits<int64_t>::min(),
+                  int64_t hi = std::numeric_limits<int64_t>::max()) const;
+  bool get_bool(const char* key) const;
+  // Token ids: integers in [0, 2^31).
+  void get_tokens(const char* key, std::vector<int32_t>& out) const;
+  // A JSON object line whose keys must all be in `allowed`.
+  void reject_unknown_keys(std::initializer_list<const char*> allowed) const;
+
+ private:
+  const nlohmann::json& field(const char* key) const;
+  std::string file_;
+  long line_;
+  nlohmann::json j_;
+};
+
+}  // namespace prefixsim

@@ -1,0 +1,36 @@
+// Small helpers for writing compact JSON by hand on hot output paths
+// (one line per op or step), matching Python's json.dumps(separators=(",",":")).
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace prefixsim {
+
+// Appends s as a JSON string literal.
+void append_json_string(std::string& out, std::string_view s);
+
+inline void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  (void)ec;
+  out.append(buf, p);
+}
+
+// Shortest round-trip repr, like Python's repr(float): "0.4", "1.0", "1e-05".
+void append_double(std::string& out, double v);
+
+template <typename Int>
+void append_int_array(std::string& out, std::span<const Int> xs) {
+  out.push_back('[');
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (i) out.push_back(',');
+    append_int(out, static_cast<int64_t>(xs[i]));
+  }
+  out.push_back(']');
+}
+
+}  // namespace prefixsim

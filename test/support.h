@@ -1,0 +1,34 @@
+// Helpers shared by the tests: where test data lives, optional access to
+// ../shared (tests that need it skip when it is absent), running the CLI.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace prefixsim::test {
+
+// test/data/<rel>
+std::string data_path(const std::string& rel);
+// ../shared/<rel> if it exists (env PREFIXSIM_SHARED overrides the root).
+std::optional<std::string> shared_path(const std::string& rel);
+// A fresh empty directory under the build's temp area.
+std::string temp_dir(const std::string& tag);
+std::string read_file(const std::string& path);
+
+struct CliResult {
+  int rc = -1;
+  std::string out;
+  std::string err;
+};
+// Runs the prefixsim binary with args (no shell), optional stdin text.
+CliResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text = "");
+
+}  // namespace prefixsim::test
+
+// Catch2 2.13 has no SKIP: report why and leave the test case.
+#define PREFIXSIM_SKIP(msg) \
+  do {                       \
+    WARN("skipped: " << msg); \
+    return;                  \
+  } while (0)
