@@ -1,0 +1,56 @@
+#include "sim/request.h"
+
+#include <xxhash.h>
+
+namespace prefixsim {
+
+void Request::append_prompt_to(BlockHashChain& chain) const {
+  if (!identity_form()) {
+    chain.append_tokens(tokens);
+    return;
+  }
+  int64_t left = prompt_len;
+  for (uint64_t id : hash_ids) {
+    const int64_t len = left < trace_block_size ? left : trace_block_size;
+    chain.append_identity(id, len);
+    left -= len;
+  }
+}
+
+int32_t Request::output_token(int64_t k) const {
+  if (k >= 0 && static_cast<size_t>(k) < output_tokens.size()) return output_tokens[static_cast<size_t>(k)];
+  const uint64_t h = XXH3_64bits_withSeed(id.data(), id.size(), static_cast<uint64_t>(k) * 0x9e3779b97f4a7c15ULL + 1);
+  return static_cast<int32_t>(h & 0x7fffffff);
+}
+
+std::string Request::validate() const {
+  if (prompt_len <= 0) return "prompt is empty";
+  if (output_len < 0) return "output length is negative";
+  if (identity_form()) {
+    if (trace_block_size <= 0) return "trace block size must be positive";
+    const int64_t k = static_cast<int64_t>(hash_ids.size());
+    const int64_t want = (prompt_len + trace_block_size - 1) / trace_block_size;
+    if (k != want)
+      return "hash_ids has " + std::to_string(k) + " ids but input_length " + std::to_string(prompt_len) +
+             " needs ceil(" + std::to_string(prompt_len) + "/" + std::to_string(trace_block_size) +
+             ") = " + std::to_string(want);
+  } else if (static_cast<int64_t>(tokens.size()) != prompt_len) {
+    return "prompt length does not match its tokens";
+  }
+  return {};
+}
+
+void Request::clear() {
+  id.clear();
+  arrival = 0;
+  tokens.clear();
+  hash_ids.clear();
+  trace_block_size = 0;
+  prompt_len = 0;
+  output_len = 0;
+  output_tokens.clear();
+  session.clear();
+  extras = HashExtras{};
+}
+
+}  // namespace prefixsim

@@ -1,0 +1,49 @@
+// One request of a trace or a generated workload: the unit every reader
+// produces and every consumer (cache replay, engine, analyze) takes.
+//
+// The prompt is given either as token ids, or as trace block identities
+// (Mooncake-style `hash_ids`): id i names trace_block_size tokens together
+// with everything before it; the last id covers the rest of prompt_len, so
+// it may be partial. Both forms feed the same hash chain (append_prompt_to).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/block_hash.h"
+#include "sim/types.h"
+
+namespace prefixsim {
+
+struct Request {
+  std::string id;
+  TimeNs arrival = 0;  // ns since trace start
+
+  std::vector<int32_t> tokens;     // prompt token ids (token form)
+  std::vector<uint64_t> hash_ids;  // trace block identities (identity form)
+  int32_t trace_block_size = 0;    // tokens per hash id (identity form)
+  int64_t prompt_len = 0;          // prompt tokens, in either form
+
+  int64_t output_len = 0;              // tokens to generate
+  std::vector<int32_t> output_tokens;  // recorded outputs, if the trace has them
+  std::string session;                 // conversation / session id ("" if none)
+  HashExtras extras;                   // salt, LoRA, multimodal inputs
+
+  bool identity_form() const { return !hash_ids.empty(); }
+
+  // Feeds the prompt into `chain` (which must be empty).
+  void append_prompt_to(BlockHashChain& chain) const;
+
+  // The k-th output token: the recorded one when present, else a
+  // deterministic function of (id, k) so that replays are reproducible.
+  int32_t output_token(int64_t k) const;
+
+  // Checks internal consistency (lengths, identity coverage); returns an
+  // empty string or what is wrong (the reader adds file:line).
+  std::string validate() const;
+
+  void clear();
+};
+
+}  // namespace prefixsim
