@@ -2,7 +2,17 @@
 
 #include <charconv>
 
+#include "policies/arc.h"
+#include "policies/belady.h"
+#include "policies/fifo.h"
+#include "policies/greedy_dual.h"
+#include "policies/leaf_first.h"
+#include "policies/lfu.h"
 #include "policies/lru.h"
+#include "policies/s3fifo.h"
+#include "policies/sieve.h"
+#include "policies/tinylfu.h"
+#include "policies/two_q.h"
 #include "sim/error.h"
 
 namespace prefixsim {
@@ -50,10 +60,65 @@ void PolicyParams::reject_unused() const {
     if (!used_.count(k)) throw InputError("--policy " + policy_ + ": unknown parameter '" + k + "'");
 }
 
+namespace {
+// A parameter that must lie in [lo, hi].
+double in_range(PolicyParams& p, const std::string& policy, const std::string& key, double fallback, double lo,
+                double hi) {
+  const double v = p.get_double(key, fallback);
+  if (!(v >= lo && v <= hi))
+    throw InputError("--policy " + policy + ": " + key + " must be in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
+  return v;
+}
+}  // namespace
+
 const std::vector<PolicyInfo>& policy_registry() {
   static const std::vector<PolicyInfo> table = {
       {"lru", {"vllm"}, "vLLM v1's free queue: reuse the block released longest ago (exact vLLM behaviour)",
        [](PolicyParams&, const PolicyContext&) { return std::make_unique<LruPolicy>(); }},
+      {"fifo", {}, "evict the content cached longest ago; hits do not refresh",
+       [](PolicyParams&, const PolicyContext&) { return std::make_unique<FifoPolicy>(); }},
+      {"lfu", {}, "evict the least used block, LRU among equals; half_life=H (block accesses) decays counts",
+       [](PolicyParams& p, const PolicyContext&) {
+         return std::make_unique<LfuPolicy>(in_range(p, "lfu", "half_life", 0, 0, 1e18));
+       }},
+      {"lfu-da", {}, "LFU with dynamic aging (GreedyDual, cost 1): new content starts at the evicted priority",
+       [](PolicyParams&, const PolicyContext& c) {
+         return std::make_unique<GreedyDualPolicy>("lfu-da", c.block_size, 0.0);
+       }},
+      {"gdsf", {}, "GreedyDual-Size-Frequency, cost = prefill compute a block saves; attn_tokens=32768",
+       [](PolicyParams& p, const PolicyContext& c) {
+         return std::make_unique<GreedyDualPolicy>("gdsf", c.block_size,
+                                                   in_range(p, "gdsf", "attn_tokens", 32768, 1, 1e12));
+       }},
+      {"arc", {}, "Adaptive Replacement Cache: recency (T1) vs frequency (T2), tuned by ghost hits",
+       [](PolicyParams&, const PolicyContext&) { return std::make_unique<ArcPolicy>(); }},
+      {"2q", {"twoq"}, "2Q: FIFO A1in for new content, LRU Am for content seen again after eviction; kin=0.25,kout=0.5",
+       [](PolicyParams& p, const PolicyContext&) {
+         const double kin = in_range(p, "2q", "kin", 0.25, 0.0, 1.0);
+         return std::make_unique<TwoQPolicy>(kin, in_range(p, "2q", "kout", 0.5, 0.0, 4.0));
+       }},
+      {"s3fifo", {}, "S3-FIFO: small FIFO filters one-hit wonders, main FIFO with 2-bit CLOCK; small=0.1,promote=1",
+       [](PolicyParams& p, const PolicyContext&) {
+         const double small = in_range(p, "s3fifo", "small", 0.1, 0.0, 1.0);
+         return std::make_unique<S3FifoPolicy>(small,
+                                               static_cast<int32_t>(in_range(p, "s3fifo", "promote", 1, 1, 3)));
+       }},
+      {"sieve", {}, "SIEVE: FIFO queue, visited bit, a hand that keeps survivors in place",
+       [](PolicyParams&, const PolicyContext&) { return std::make_unique<SievePolicy>(); }},
+      {"tinylfu", {}, "LRU behind a Count-Min-sketch admission filter (TinyLFU); sample=10 (window = sample x cache)",
+       [](PolicyParams& p, const PolicyContext&) {
+         return std::make_unique<TinyLfuPolicy>(static_cast<int64_t>(in_range(p, "tinylfu", "sample", 10, 1, 1e6)));
+       }},
+      {"leaf-first", {"sglang"}, "SGLang radix-tree eviction: only blocks without cached descendants, LRU among them",
+       [](PolicyParams&, const PolicyContext&) { return std::make_unique<LeafFirstPolicy>(); }},
+      {"belady", {"opt"}, "offline: evict the block whose next use is farthest (needs the whole trace in advance)",
+       [](PolicyParams&, const PolicyContext& c) -> std::unique_ptr<EvictionPolicy> {
+         if (!c.future)
+           throw InputError("--policy belady: the offline policy needs the whole trace ahead of time; "
+                            "it is available in cache-mode replays (prefixsim compare)");
+         return std::make_unique<BeladyPolicy>(c.future);
+       }},
   };
   return table;
 }

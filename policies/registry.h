@@ -16,6 +16,8 @@
 
 namespace prefixsim {
 
+class BlockFuture;
+
 // Parameters given after the colon, with typed getters that reject bad values
 // and report keys nobody asked for.
 class PolicyParams {
@@ -39,6 +41,10 @@ class PolicyParams {
 // policies get their extra knowledge here.
 struct PolicyContext {
   int32_t block_size = 16;
+  // The trace's future (which request looks up which block hash), for the
+  // offline policy `belady`; built by a pre-pass (see cache_replay's
+  // lookup_hashes). Null when the caller has no trace ahead of time.
+  std::shared_ptr<const BlockFuture> future;
 };
 
 struct PolicyInfo {

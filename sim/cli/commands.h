@@ -21,5 +21,13 @@ struct Command {
 const std::vector<Command>& commands();
 
 int cmd_ops(const Args& args);
+int cmd_compare(const Args& args);
+int cmd_generate(const Args& args);
+int cmd_analyze(const Args& args);
+int cmd_check(const Args& args);
+int cmd_sched(const Args& args);
+int cmd_bench(const Args& args);
+int cmd_replay(const Args& args);
+int cmd_catalog(const Args& args);
 
 }  // namespace prefixsim::cli

@@ -11,7 +11,15 @@ namespace prefixsim::cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
+      {"replay", "replay a trace (or the built-in workload) through a simulated vLLM server; report hit rate and TTFT", cmd_replay},
+      {"generate", "generate a synthetic workload (preset or YAML) as a native JSONL trace", cmd_generate},
+      {"analyze", "measure a trace's prefix reuse: ideal hit rate, hottest prefixes, KV budget for target hit rates", cmd_analyze},
+      {"compare", "replay one trace under several eviction policies and pool sizes; gap to the offline optimum", cmd_compare},
       {"ops", "run a block-manager operation script; one JSON line per op (vLLM golden format)", cmd_ops},
+      {"check", "compare a report.json with a baseline; exit 1 on a regression (the CI gate)", cmd_check},
+      {"sched", "run a scheduler step script; one JSON line per step (vLLM v1 scheduler golden format)", cmd_sched},
+      {"bench", "run the benchmarks and print medians (speed and memory are measured here)", cmd_bench},
+      {"catalog", "list the built-in models and GPUs with KV bytes and default pool sizes; check a profile", cmd_catalog},
   };
   return table;
 }

@@ -1,0 +1,90 @@
+// prefixsim-gpu-bench: the measurement half of `prefixsim gpu bench`
+// (issue 6, item 8). Paged-attention TFLOP/s and GB/s over a grid of
+// (new tokens n, cached tokens c, batch), then full-prefill time of the
+// random-weight model per (n, c). Medians of --reps runs, L2 flushed before
+// each. NOT yet run on a GPU; run test_gpu_kernels first: numbers from an
+// unverified kernel mean nothing.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "gpu/cuda_api.h"
+#include "sim/error.h"
+
+using namespace prefixsim;
+using namespace prefixsim::gpu;
+
+namespace {
+PagedBatch make_step(int64_t n, int64_t c, int64_t batch, int32_t bs, std::vector<std::vector<BlockId>>& tables,
+                     int64_t& blocks) {
+  const int64_t per = (n + c + bs - 1) / bs;
+  blocks = per * batch;
+  tables.assign(static_cast<size_t>(batch), {});
+  Batch b;
+  for (int64_t i = 0; i < batch; ++i) {
+    // Interleaved ids: consecutive pages of a request are not adjacent, as in a long-running pool.
+    for (int64_t j = 0; j < per; ++j) tables[static_cast<size_t>(i)].push_back(static_cast<BlockId>(j * batch + i));
+  }
+  for (int64_t i = 0; i < batch; ++i) b.seqs.push_back({n, c, tables[static_cast<size_t>(i)]});
+  return export_paged_batch(b, bs, blocks);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model = "llama-3.1-8b";
+  int32_t bs = 16;
+  int reps = 10;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--model")) model = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--block-size")) bs = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: %s [--model NAME] [--block-size 16|32|64] [--reps N]\n", argv[0]);
+      return 2;
+    }
+  }
+  const ModelShape* s = find_model_shape(model);
+  if (!s || (bs != 16 && bs != 32 && bs != 64) || reps < 1) {
+    std::fprintf(stderr, "bad --model, --block-size or --reps\n");
+    return 2;
+  }
+  const cuda::DeviceInfo dev = cuda::query_devices();
+  if (dev.count == 0) {
+    std::fprintf(stderr, "no CUDA device: %s\n", dev.error.c_str());
+    return 2;
+  }
+  try {
+    std::printf("# device %s (sm_%d%d), model %s, block size %d, median of %d\n", dev.name.c_str(), dev.cc_major,
+                dev.cc_minor, model.c_str(), bs, reps);
+    std::printf("kernel,n,c,batch,ms,tflops,gbps\n");
+    const ref::AttnDims d{s->heads, s->kv_heads, s->head_dim};
+    const int64_t grid[][3] = {{512, 0, 1},    {2048, 0, 1},   {4096, 0, 1},    {4096, 4096, 1},
+                               {1024, 8192, 1}, {512, 4096, 8}, {128, 8192, 16}, {2048, 2048, 4}};
+    for (const auto& g : grid) {
+      std::vector<std::vector<BlockId>> tables;
+      int64_t blocks = 0;
+      const PagedBatch pb = make_step(g[0], g[1], g[2], bs, tables, blocks);
+      const cuda::AttnTiming t = cuda::bench_attention(pb, d, blocks, reps);
+      std::printf("attn_k1,%lld,%lld,%lld,%.4f,%.2f,%.1f\n", static_cast<long long>(g[0]), static_cast<long long>(g[1]),
+                  static_cast<long long>(g[2]), t.ms, t.tflops, t.gbps);
+    }
+    std::printf("model,n,c,batch,ms\n");
+    const int64_t mgrid[][2] = {{512, 0}, {2048, 0}, {1024, 1024}, {4096, 0}, {2048, 2048}, {512, 3584}};
+    const int64_t max_blocks = (8192 + bs - 1) / bs;
+    cuda::Model m(*s, max_blocks, bs, 42);
+    for (const auto& g : mgrid) {
+      std::vector<std::vector<BlockId>> tables;
+      int64_t blocks = 0;
+      const PagedBatch pb = make_step(g[0], g[1], 1, bs, tables, blocks);
+      std::printf("model,%lld,%lld,1,%.3f\n", static_cast<long long>(g[0]), static_cast<long long>(g[1]),
+                  m.time_forward_ms(pb, reps));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "prefixsim-gpu-bench: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

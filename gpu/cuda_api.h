@@ -1,0 +1,96 @@
+// The CUDA side of gpu/, behind a plain C++ header (no CUDA types), so the
+// CLI and the tests can call it without CUDA headers. Defined in kernels.cu
+// and model.cu; linked only when the build found nvcc (PREFIXSIM_WITH_CUDA).
+//
+// STATUS: compiled with nvcc, NOT yet run on a GPU. The tests in
+// test/gpu/test_gpu_kernels.cpp compare every entry point here with its CPU
+// reference (gpu/cpu_ref.h); until they have passed on hardware, treat every
+// result from these functions as unverified.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/cpu_ref.h"
+#include "gpu/kv_layout.h"
+#include "gpu/model_shape.h"
+#include "sim/batch.h"
+
+namespace prefixsim::gpu::cuda {
+
+struct DeviceInfo {
+  int count = 0;       // 0 when there is no driver or no device
+  std::string name;    // of device 0
+  int cc_major = 0, cc_minor = 0;
+  std::string error;   // why count is 0, if it is
+};
+DeviceInfo query_devices();
+
+// ---- Harness: host buffers of bf16 bits in and out; each call allocates,
+// copies in (output buffers too, so a marker pre-filled by the caller
+// survives wherever the kernel does not write), runs, synchronizes, copies
+// back. Throws InternalError on a CUDA error.
+
+// Kernel (a): new tokens' K/V rows (read at src + row * src_stride) into
+// their slots of one layer's caches of cache_elems elements each.
+void write_kv(const PagedBatch& pb, const ref::AttnDims& d, const uint16_t* k_src, const uint16_t* v_src,
+              int64_t src_stride, uint16_t* k_cache, uint16_t* v_cache, int64_t cache_elems);
+// Kernel (b): head_dim must be 128, num_q_heads / num_kv_heads must divide
+// 64, q_stride must be a multiple of 8. out is [rows, num_q_heads * 128].
+void paged_prefill_attention(const PagedBatch& pb, const ref::AttnDims& d, const uint16_t* q, int64_t q_stride,
+                             const uint16_t* k_cache, const uint16_t* v_cache, int64_t cache_elems, float scale,
+                             uint16_t* out);
+// Kernels (c), same contracts as their references.
+void rope(uint16_t* x, int64_t rows, int64_t stride, int64_t num_heads, int64_t head_dim, const int32_t* positions,
+          const float* inv_freq);
+void rmsnorm(const uint16_t* x, const uint16_t* w, uint16_t* y, int64_t rows, int64_t n, float eps);
+void silu_mul(const uint16_t* gu, uint16_t* out, int64_t rows, int64_t inter);
+// cuBLASLt, fp32 accumulation: y[m, n] = x[m, k] . w[n, k]^T (+ y).
+void gemm_xwt(const uint16_t* x, const uint16_t* w, uint16_t* y, int64_t m, int64_t n, int64_t k, bool accumulate);
+
+// ---- Benchmark of kernel (b) on random data: median over `reps` runs, L2
+// flushed before each, timed with CUDA events.
+struct AttnTiming {
+  double ms = 0;
+  double tflops = 0;  // FlashAttention's count: 4 * d * Hq * sum n (c + n / 2)
+  double gbps = 0;    // Q read + K/V context read + O written, once each
+};
+AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t num_blocks, int reps);
+
+// ---- The random-weight Llama model (weights as in model_shape.h) with its
+// own paged KV pool of num_blocks blocks on the device.
+class Model {
+ public:
+  Model(const ModelShape& shape, int64_t num_blocks, int32_t block_size, uint64_t seed);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const KvPoolLayout& layout() const;
+  // One prefill step: input and output [rows, hidden] bf16 bits (output after
+  // the final norm). Writes the step's K/V into the pool.
+  void forward(const PagedBatch& pb, const uint16_t* input, uint16_t* output);
+  // Device time of one forward of pb on fixed random inputs: median of reps,
+  // L2 flushed before each. Overwrites the step's slots in the pool.
+  double time_forward_ms(const PagedBatch& pb, int reps);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// An Executor that runs each step on the GPU and reports its measured time.
+class GpuExecutor : public Executor {
+ public:
+  GpuExecutor(const ModelShape& shape, int64_t num_blocks, int32_t block_size, uint64_t seed);
+  TimeNs step_time(const Batch& batch) override;
+
+ private:
+  Model model_;
+  int32_t block_size_;
+  int64_t num_blocks_;
+};
+
+}  // namespace prefixsim::gpu::cuda

@@ -1,0 +1,98 @@
+// Launchers of the gpu/ kernels on device pointers (CUDA-only header, used
+// by kernels.cu and model.cu). UNVERIFIED on hardware: see cuda_api.h.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/kv_layout.h"
+
+namespace prefixsim::gpu::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// Throws InternalError naming the call site when a CUDA call failed.
+void check(cudaError_t e, const char* what);
+#define PFX_CUDA(call) ::prefixsim::gpu::cuda::check((call), #call)
+
+// The paged-attention kernel's fixed shape: 64 query rows (token x head of
+// one GQA group) per CTA, 32 keys per shared-memory tile, head dim 128.
+inline constexpr int kAttnRows = 64;
+inline constexpr int kAttnHeadDim = 128;
+
+struct AttnTileDev {
+  int32_t seq, q_begin, q_end;
+};
+
+// The step's flattened block tables on the device (see PagedBatch).
+struct DevBatch {
+  const int32_t* qo_indptr;
+  const int32_t* kv_indptr;
+  const int32_t* kv_indices;
+  const int32_t* kv_len;
+  const int32_t* positions;
+  const int64_t* slot_mapping;
+  const AttnTileDev* tiles;
+  int32_t num_tiles;
+  int32_t num_tokens;
+  int32_t block_size;
+};
+
+// A device allocation of n elements of T (no copy, no init).
+template <class T>
+class DevBuf {
+ public:
+  DevBuf() = default;
+  explicit DevBuf(size_t n) { resize(n); }
+  ~DevBuf() { if (p_) cudaFree(p_); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  DevBuf(DevBuf&& o) noexcept : p_(o.p_), n_(o.n_) {
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
+  void resize(size_t n) {  // grows only; contents are lost when it grows
+    if (n <= n_) return;
+    if (p_) cudaFree(p_);
+    p_ = nullptr;
+    n_ = 0;
+    PFX_CUDA(cudaMalloc(&p_, n * sizeof(T)));
+    n_ = n;
+  }
+  T* get() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// Device copies of a PagedBatch's arrays and of its attention tile plan
+// (tiles of kAttnRows / group tokens), packed in one allocation.
+class DevBatchBuf {
+ public:
+  void upload(const PagedBatch& pb, int group, cudaStream_t st);
+  const DevBatch& view() const { return view_; }
+
+ private:
+  DevBuf<char> buf_;
+  std::vector<char> staging_;
+  DevBatch view_{};
+};
+
+void launch_write_kv(const DevBatch& b, int kv_row, const bf16* k_src, const bf16* v_src, int64_t src_stride,
+                     bf16* k_cache, bf16* v_cache, cudaStream_t st);
+void launch_attention(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
+                      const bf16* k_cache, const bf16* v_cache, float scale, bf16* out, cudaStream_t st);
+void launch_rope(bf16* x, int rows, int64_t stride, int num_heads, int head_dim, const int32_t* positions,
+                 const float* inv_freq, cudaStream_t st);
+void launch_rmsnorm(const bf16* x, const bf16* w, bf16* y, int rows, int n, float eps, cudaStream_t st);
+void launch_silu_mul(const bf16* gu, bf16* out, int rows, int inter, cudaStream_t st);
+// Fills w[0..n) with weight values: round_bf16(offset + scale * hash_uniform(stream, i)).
+void launch_fill(bf16* w, int64_t n, uint64_t stream, float scale, float offset, cudaStream_t st);
+
+}  // namespace prefixsim::gpu::cuda

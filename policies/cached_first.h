@@ -1,0 +1,129 @@
+// Base of every policy but lru: free blocks that hold no cached content
+// (never used, or released before they filled) are handed out first, in
+// ascending id order after reset; only when none is left does the derived
+// policy choose which free *cached* block to evict.
+//
+// The base keeps the bookkeeping every policy needs: which blocks are free,
+// which are "pending" (handed out, content not known yet: they will join the
+// policy's insertion queue once cached, so queue-share rules such as
+// S3-FIFO's 10 % small queue count them), and the count of free cached
+// blocks. Derived policies see a cached block's whole life:
+//   on_insert   a handed-out block was cached (a miss was filled); in use
+//   on_access   a lookup hit it; if it was free it leaves the free set now
+//   on_release  its last reference went; it is free and still cached
+//   evict       choose, and drop from every structure, one free cached block
+//   on_gone     the pool evicted that block's hash (ghost lists remember it)
+#pragma once
+
+#include <vector>
+
+#include "sim/block_pool.h"
+#include "sim/error.h"
+#include "sim/eviction_policy.h"
+#include "sim/intrusive_list.h"
+
+namespace prefixsim {
+
+class CachedFirstPolicy : public EvictionPolicy {
+ public:
+  void reset(const BlockPool& pool, int32_t num_blocks) final {
+    pool_ = &pool;
+    capacity_ = num_blocks - 1;
+    fresh_.reset(num_blocks);
+    for (BlockId b = 1; b < num_blocks; ++b) fresh_.push_back(b);
+    free_.assign(static_cast<size_t>(num_blocks), 0);
+    for (BlockId b = 1; b < num_blocks; ++b) free_[b] = 1;
+    pending_.assign(static_cast<size_t>(num_blocks), 0);
+    num_free_ = num_blocks - 1;
+    num_cached_free_ = 0;
+    num_pending_ = 0;
+    init(num_blocks);
+  }
+
+  void on_hit(BlockId b, bool was_free) final {
+    if (was_free) {
+      free_[b] = 0;
+      --num_free_;
+      if (fresh_.contains(b)) {
+        fresh_.unlink(b);  // cannot happen for a cached block; kept for safety
+        return;
+      }
+      --num_cached_free_;
+    }
+    on_access(b, was_free);
+  }
+
+  BlockId pop_free() final {
+    BlockId b;
+    if (!fresh_.empty()) {
+      b = fresh_.pop_front();
+    } else {
+      if (num_cached_free_ == 0) return kNoBlock;
+      b = evict();
+      --num_cached_free_;
+    }
+    free_[b] = 0;
+    --num_free_;
+    pending_[b] = 1;
+    ++num_pending_;
+    return b;
+  }
+
+  void on_free(BlockId b) final {
+    clear_pending(b);
+    free_[b] = 1;
+    ++num_free_;
+    if (!pool_->is_cached(b)) {
+      fresh_.push_back(b);
+    } else {
+      ++num_cached_free_;
+      on_release(b);
+    }
+  }
+
+  void on_cached(BlockId b, const CachedBlockInfo& info) final {
+    clear_pending(b);
+    on_insert(b, info);
+  }
+  void on_evicted(BlockId b, const BlockHash& hash) final { on_gone(b, hash); }
+
+  bool is_free(BlockId b) const final { return free_[b] != 0; }
+  int32_t num_free() const final { return num_free_; }
+  size_t bytes() const final {
+    return fresh_.bytes() + free_.capacity() + pending_.capacity() + policy_bytes();
+  }
+
+ protected:
+  virtual void init(int32_t num_blocks) = 0;
+  virtual void on_insert(BlockId b, const CachedBlockInfo& info) = 0;
+  virtual void on_access(BlockId b, bool was_free) = 0;
+  virtual void on_release(BlockId b) = 0;
+  virtual BlockId evict() = 0;
+  virtual void on_gone(BlockId /*b*/, const BlockHash& /*hash*/) {}
+  virtual size_t policy_bytes() const = 0;
+
+  const BlockPool& pool() const { return *pool_; }
+  bool block_free(BlockId b) const { return free_[b] != 0; }
+  int32_t capacity() const { return capacity_; }
+  int32_t num_pending() const { return num_pending_; }
+  int32_t num_cached_free() const { return num_cached_free_; }
+
+ private:
+  void clear_pending(BlockId b) {
+    if (pending_[b]) {
+      pending_[b] = 0;
+      --num_pending_;
+    }
+  }
+
+  const BlockPool* pool_ = nullptr;
+  int32_t capacity_ = 0;
+  IntrusiveList fresh_;            // free and uncached, reused first
+  std::vector<uint8_t> free_;      // in the free set (cached or not)
+  std::vector<uint8_t> pending_;   // handed out, not cached yet
+  int32_t num_free_ = 0;
+  int32_t num_cached_free_ = 0;
+  int32_t num_pending_ = 0;
+};
+
+}  // namespace prefixsim

@@ -1,0 +1,116 @@
+// A bounded FIFO of evicted block hashes ("ghosts") with O(1) membership and
+// removal: ARC's B1/B2, 2Q's A1out and S3-FIFO's G. A ring holds the hashes
+// in insertion order; a flat open-addressing table (linear probing,
+// backward-shift deletion) maps a hash to its ring slot. Both are sized in
+// reset(), so nothing allocates afterwards; when full, the oldest ghost goes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/types.h"
+
+namespace prefixsim {
+
+class GhostList {
+ public:
+  void reset(int64_t capacity) {
+    cap_ = capacity < 1 ? 1 : capacity;
+    ring_.assign(static_cast<size_t>(cap_), Slot{});
+    uint64_t t = 16;
+    while (t < static_cast<uint64_t>(cap_) * 2) t <<= 1;
+    table_.assign(t, kEmpty);
+    mask_ = t - 1;
+    head_ = 0;
+    count_ = 0;
+    live_ = 0;
+  }
+  int64_t size() const { return live_; }
+  int64_t capacity() const { return cap_; }
+  bool contains(const BlockHash& h) const { return lookup(h) != kEmpty; }
+
+  // Remembers h as the newest ghost (dropping the oldest when full).
+  void push(const BlockHash& h) {
+    if (contains(h)) return;
+    if (count_ == cap_) pop_oldest();
+    const int64_t slot = (head_ + count_) % cap_;
+    ring_[static_cast<size_t>(slot)] = Slot{h, true};
+    ++count_;
+    ++live_;
+    uint64_t i = home(h);
+    while (table_[i] != kEmpty) i = (i + 1) & mask_;
+    table_[i] = static_cast<int32_t>(slot);
+  }
+  // Forgets h if present (a ghost hit); returns whether it was there.
+  bool erase(const BlockHash& h) {
+    const uint64_t i = table_index(h);
+    if (i == kNone) return false;
+    ring_[static_cast<size_t>(table_[i])].live = false;
+    --live_;
+    remove_at(i);
+    return true;
+  }
+  // Drops the oldest live ghost (no-op when empty).
+  void pop_oldest() {
+    while (count_ > 0) {
+      Slot& s = ring_[static_cast<size_t>(head_)];
+      head_ = (head_ + 1) % cap_;
+      --count_;
+      if (s.live) {
+        const uint64_t i = table_index(s.hash);
+        s.live = false;
+        --live_;
+        remove_at(i);
+        return;
+      }
+    }
+  }
+  size_t bytes() const { return ring_.capacity() * sizeof(Slot) + table_.capacity() * sizeof(int32_t); }
+
+ private:
+  struct Slot {
+    BlockHash hash;
+    bool live = false;
+  };
+  static constexpr int32_t kEmpty = -1;
+  static constexpr uint64_t kNone = ~uint64_t{0};
+
+  uint64_t home(const BlockHash& h) const { return (h.lo ^ (h.hi >> 7)) & mask_; }
+  uint64_t table_index(const BlockHash& h) const {
+    for (uint64_t i = home(h);; i = (i + 1) & mask_) {
+      const int32_t s = table_[i];
+      if (s == kEmpty) return kNone;
+      const Slot& slot = ring_[static_cast<size_t>(s)];
+      if (slot.live && slot.hash == h) return i;
+    }
+  }
+  int32_t lookup(const BlockHash& h) const {
+    const uint64_t i = table_index(h);
+    return i == kNone ? kEmpty : table_[i];
+  }
+  // Backward-shift deletion keeps every probe chain unbroken.
+  void remove_at(uint64_t i) {
+    uint64_t hole = i;
+    for (uint64_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
+      const int32_t s = table_[j];
+      if (s == kEmpty) break;
+      const uint64_t want = home(ring_[static_cast<size_t>(s)].hash);
+      // Move s into the hole if its home is not cyclically in (hole, j].
+      if (((j - want) & mask_) >= ((j - hole) & mask_)) {
+        table_[hole] = s;
+        hole = j;
+      }
+    }
+    table_[hole] = kEmpty;
+  }
+
+  std::vector<Slot> ring_;
+  std::vector<int32_t> table_;
+  uint64_t mask_ = 0;
+  int64_t cap_ = 1;
+  int64_t head_ = 0;   // ring index of the oldest slot
+  int64_t count_ = 0;  // ring slots in use (live or dead)
+  int64_t live_ = 0;
+};
+
+}  // namespace prefixsim

@@ -1,0 +1,77 @@
+// lfu-da and gdsf: the GreedyDual family with an inflation value L.
+//
+// A block's priority is K = L + frequency * cost / size, set when it is
+// accessed; the free block with the smallest K goes (ties: LRU), and L
+// rises to that K. New content therefore starts at the current L, so old
+// counts age out without any decay pass.
+//   lfu-da  cost = size = 1: LFU with Dynamic Aging (Arlitt, Cherkasova,
+//           Dilley, Friedrich, Jin, "Evaluating content management techniques
+//           for Web proxy caches", ACM SIGMETRICS PER 2000).
+//   gdsf    Greedy-Dual-Size-Frequency (Cherkasova, HP Labs HPL-98-69, 1998)
+//           with cost = the prefill compute a cached block saves. A block at
+//           depth d (tokens before it: d*B) saves its linear-layer work plus
+//           attention of its B tokens over ~(d + 1/2)*B context. In units of
+//           one block's linear work:
+//               cost(d) = 1 + (d + 1/2) * B / attn_tokens
+//           where attn_tokens is the context length at which a token's
+//           attention FLOPs equal its linear-layer FLOPs (2*params /
+//           (4*layers*d_model): ~32k for Llama-3-8B, the default). size = 1
+//           block. Deep blocks of long prompts are worth more to keep.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "policies/heap_policy.h"
+
+namespace prefixsim {
+
+class GreedyDualPolicy final : public HeapPolicy {
+ public:
+  // attn_tokens <= 0: every block costs 1 (lfu-da).
+  GreedyDualPolicy(std::string name, int32_t block_size, double attn_tokens)
+      : name_(std::move(name)), block_size_(block_size), attn_tokens_(attn_tokens) {}
+  std::string name() const override { return name_; }
+  double inflation() const { return inflation_; }
+  double priority(BlockId b) const { return k_[b]; }
+
+ protected:
+  void init_state(int32_t num_blocks) override {
+    freq_.assign(static_cast<size_t>(num_blocks), 0);
+    cost_.assign(static_cast<size_t>(num_blocks), 1.0);
+    k_.assign(static_cast<size_t>(num_blocks), 0.0);
+    inflation_ = 0;
+  }
+  void on_insert(BlockId b, const CachedBlockInfo& info) override {
+    freq_[b] = 0;
+    cost_[b] = attn_tokens_ > 0
+                   ? 1.0 + (static_cast<double>(info.depth) + 0.5) * static_cast<double>(block_size_) / attn_tokens_
+                   : 1.0;
+    touch(b);
+  }
+  void on_access(BlockId b, bool was_free) override {
+    HeapPolicy::on_access(b, was_free);
+    touch(b);
+  }
+  HeapKey release_key(BlockId b) override { return {k_[b], tick()}; }
+  void chosen(BlockId b) override { inflation_ = heap().key(b).primary; }
+  size_t state_bytes() const override {
+    return freq_.capacity() * sizeof(uint32_t) + (cost_.capacity() + k_.capacity()) * sizeof(double);
+  }
+
+ private:
+  void touch(BlockId b) {
+    ++freq_[b];
+    k_[b] = inflation_ + static_cast<double>(freq_[b]) * cost_[b];
+  }
+
+  std::string name_;
+  int32_t block_size_;
+  double attn_tokens_;
+  std::vector<uint32_t> freq_;
+  std::vector<double> cost_;
+  std::vector<double> k_;
+  double inflation_ = 0;  // L
+};
+
+}  // namespace prefixsim

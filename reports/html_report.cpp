@@ -1,0 +1,363 @@
+// report.html (one run) and compare.html (policies x capacities): single
+// self-contained pages. Chart.js is inlined from the copy embedded at build
+// time; the data sits in a <script type="application/json"> element; nothing
+// is fetched, so the page opens offline and from a CI artifact.
+//
+// Every page carries a small self-check: it records in
+// <div id="render-status"> how many charts exist, how many canvases have
+// non-blank pixels, and every window error or console.error. The browser
+// test reads it back; a reader never sees it.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string_view>
+
+#include "reports/outputs.h"
+
+namespace prefixsim {
+
+std::string_view chartjs_source();  // generated: reports/embed_text.py
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// JSON inside <script>: "</" would close the element; "<\/" is the same JSON.
+std::string script_json(const json& j) {
+  const std::string s = j.dump();
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    out += s[i];
+    if (s[i] == '<' && i + 1 < s.size() && s[i + 1] == '/') out += '\\';
+  }
+  return out;
+}
+
+std::string num(const char* f, double v) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+std::string pct(double v) { return std::isfinite(v) ? num("%.2f %%", v * 100) : "n/a"; }
+json nullable(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+constexpr const char* kStyle = R"(<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1180px;color:#1d2433;background:#fff}
+h1{font-size:24px;margin-bottom:4px} h2{font-size:18px;margin-top:28px;border-bottom:1px solid #dde3ec;padding-bottom:4px}
+.sub{color:#5b6678;margin-top:0} .cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
+.card{border:1px solid #dde3ec;border-radius:8px;padding:10px 16px;min-width:150px}
+.card .v{font-size:22px;font-weight:600} .card .k{color:#5b6678;font-size:13px}
+table{border-collapse:collapse;margin:8px 0;font-size:14px} td,th{border:1px solid #dde3ec;padding:4px 10px;text-align:right}
+th{background:#f3f6fa} td:first-child,th:first-child{text-align:left} .best{font-weight:700;color:#0b6e4f}
+.chart{position:relative;height:340px;margin:8px 0 20px} .note{color:#5b6678;font-style:italic}
+pre{background:#f6f8fa;border:1px solid #dde3ec;border-radius:6px;padding:12px;overflow:auto;font-size:12px}
+</style>
+)";
+
+// Installed before Chart.js so that nothing which goes wrong is missed.
+constexpr const char* kErrorCapture = R"(<script>
+window.__prefixsimErrors = [];
+window.addEventListener('error', function (e) { window.__prefixsimErrors.push('error: ' + e.message); });
+window.addEventListener('unhandledrejection', function (e) { window.__prefixsimErrors.push('rejection: ' + e.reason); });
+(function () {
+  var orig = console.error;
+  console.error = function () {
+    window.__prefixsimErrors.push('console.error: ' + Array.prototype.join.call(arguments, ' '));
+    return orig.apply(console, arguments);
+  };
+})();
+</script>
+)";
+
+// Runs after the charts were created (animation is off, so they draw at once).
+constexpr const char* kSelfCheck = R"(<script>
+function prefixsimSelfCheck(charts) {
+  var drawn = 0, points = 0;
+  charts.forEach(function (c) {
+    var cv = c.canvas, px = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data, ink = false;
+    for (var i = 3; i < px.length; i += 4) if (px[i] !== 0) { ink = true; break; }
+    if (ink) drawn++;
+    c.data.datasets.forEach(function (d) { points += d.data.length; });
+  });
+  var el = document.getElementById('render-status');
+  el.setAttribute('data-charts', String(charts.length));
+  el.setAttribute('data-canvases', String(document.querySelectorAll('canvas').length));
+  el.setAttribute('data-drawn', String(drawn));
+  el.setAttribute('data-points', String(points));
+  el.setAttribute('data-errors', String(window.__prefixsimErrors.length));
+  el.textContent = window.__prefixsimErrors.join('\n');
+  el.setAttribute('data-done', 'yes');
+}
+</script>
+)";
+
+std::string page_head(const std::string& title) {
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
+  out += html_escape(title);
+  out += "</title>\n";
+  out += kStyle;
+  out += kErrorCapture;
+  out += "<script>\n";
+  out += chartjs_source();
+  out += "\n</script>\n";
+  out += kSelfCheck;
+  out += "</head>\n<body>\n";
+  return out;
+}
+
+std::string page_tail(const json& data, const char* draw_js) {
+  std::string out = "<div id=\"render-status\" hidden></div>\n<script type=\"application/json\" id=\"report-data\">";
+  out += script_json(data);
+  out += "</script>\n<script>\n(function () {\n"
+         "var D = JSON.parse(document.getElementById('report-data').textContent);\n"
+         "Chart.defaults.animation = false;\n"
+         "Chart.defaults.maintainAspectRatio = false;\n"
+         "var COLORS = ['#2f6fde', '#e0672b', '#1b9e77', '#a347ba', '#d4a017', '#c2185b', '#5d6d7e', '#00897b'];\n"
+         "var charts = [];\n"
+         // Registered first, so that the check runs even when drawing fails.
+         "window.addEventListener('load', function () { setTimeout(function () { prefixsimSelfCheck(charts); }, 100); });\n"
+         "try {\n";
+  out += draw_js;
+  out += "} catch (e) { window.__prefixsimErrors.push('drawing failed: ' + e); }\n"
+         "})();\n</script>\n</body>\n</html>\n";
+  return out;
+}
+
+void card(std::string& out, const std::string& value, const std::string& key) {
+  out += "<div class=\"card\"><div class=\"v\">" + html_escape(value) + "</div><div class=\"k\">" + html_escape(key) +
+         "</div></div>\n";
+}
+
+void latency_tr(std::string& out, const char* name, const LatencySummary& s) {
+  out += "<tr><td>";
+  out += name;
+  out += "</td>";
+  for (double v : {s.mean, s.p50, s.p90, s.p95, s.p99, s.max}) out += "<td>" + num("%.2f", v) + "</td>";
+  out += "</tr>\n";
+}
+
+// The series for the charts, merged into at most max_rows groups of
+// consecutive intervals: tokens summed (the group's hit rate), gauges averaged.
+json chart_series(const RunReport& r, size_t max_rows = 1500) {
+  const size_t n = r.series.size();
+  const size_t k = n > max_rows ? (n + max_rows - 1) / max_rows : 1;
+  json start = json::array(), hit = json::array(), kv = json::array(), waiting = json::array(),
+       running = json::array();
+  for (size_t i = 0; i < n; i += k) {
+    const size_t end = std::min(n, i + k);
+    uint64_t q = 0, h = 0;
+    double kvs = 0, w = 0, ru = 0;
+    for (size_t j = i; j < end; ++j) {
+      q += r.series[j].queried_tokens;
+      h += r.series[j].hit_tokens;
+      kvs += r.series[j].kv_usage;
+      w += static_cast<double>(r.series[j].waiting);
+      ru += static_cast<double>(r.series[j].running);
+    }
+    const double m = static_cast<double>(end - i);
+    start.push_back(r.series[i].start);
+    hit.push_back(q ? json(100.0 * static_cast<double>(h) / static_cast<double>(q)) : json(nullptr));
+    kv.push_back(100.0 * kvs / m);
+    waiting.push_back(w / m);
+    running.push_back(ru / m);
+  }
+  return json{{"start", start}, {"hit_rate_pct", hit}, {"kv_usage_pct", kv}, {"waiting", waiting}, {"running", running}};
+}
+
+constexpr const char* kRunCharts = R"JS(
+var xTitle = D.axis === 'request' ? 'request (arrival order)' : 'simulated time (s)';
+function xy(xs, ys) { return xs.map(function (x, i) { return {x: x, y: ys[i]}; }); }
+function lineChart(id, datasets, yTitle, yOpts, xOpts) {
+  var el = document.getElementById(id);
+  if (!el) return;
+  charts.push(new Chart(el, {
+    type: 'line',
+    data: {datasets: datasets},
+    options: {
+      parsing: false, spanGaps: true,
+      elements: {point: {radius: 0}, line: {borderWidth: 2}},
+      interaction: {mode: 'nearest', axis: 'x', intersect: false},
+      scales: {x: Object.assign({type: 'linear', title: {display: true, text: xTitle}}, xOpts || {}),
+               y: Object.assign({title: {display: true, text: yTitle}}, yOpts || {})}
+    }
+  }));
+}
+var S = D.series;
+lineChart('chart-hit-kv', [
+  {label: 'prefix-cache hit rate (%)', data: xy(S.start, S.hit_rate_pct), borderColor: COLORS[0], backgroundColor: COLORS[0]},
+  {label: 'KV cache usage (%)', data: xy(S.start, S.kv_usage_pct), borderColor: COLORS[1], backgroundColor: COLORS[1]}
+], 'percent', {min: 0, max: 100});
+if (D.ttft_cdf.length) {
+  var cdf = D.ttft_cdf.map(function (p) { return {x: p[0], y: 100 * p[1]}; });
+  var marks = ['p50', 'p90', 'p95', 'p99'].map(function (k) {
+    return {x: D.ttft_pct[k], y: Number(k.slice(1)), label: k};
+  }).filter(function (p) { return p.x !== null; });
+  var logX = cdf.length > 1 && cdf[0].x > 0 && cdf[cdf.length - 1].x / cdf[0].x > 50;
+  xTitle = 'TTFT (ms)';
+  lineChart('chart-ttft-cdf', [
+    {label: 'TTFT CDF (% of requests)', data: cdf, borderColor: COLORS[2], backgroundColor: COLORS[2], stepped: true},
+    {label: 'percentiles', data: marks, type: 'scatter', showLine: false, pointRadius: 6,
+     borderColor: COLORS[3], backgroundColor: COLORS[3]}
+  ], '% of requests with TTFT <= x', {min: 0, max: 100}, logX ? {type: 'logarithmic'} : {});
+  xTitle = D.axis === 'request' ? 'request (arrival order)' : 'simulated time (s)';
+  lineChart('chart-queue', [
+    {label: 'waiting (queue length)', data: xy(S.start, S.waiting), borderColor: COLORS[4], backgroundColor: COLORS[4]},
+    {label: 'running', data: xy(S.start, S.running), borderColor: COLORS[5], backgroundColor: COLORS[5]}
+  ], 'requests', {min: 0});
+}
+)JS";
+
+constexpr const char* kCompareCharts = R"JS(
+var policies = Object.keys(D.curves);
+var caps = [];
+policies.forEach(function (p) { D.curves[p].forEach(function (pt) { caps.push(pt.x); }); });
+var logX = caps.length > 1 && Math.min.apply(null, caps) > 0 && Math.max.apply(null, caps) / Math.min.apply(null, caps) > 20;
+charts.push(new Chart(document.getElementById('chart-compare'), {
+  type: 'line',
+  data: {datasets: policies.map(function (p, i) {
+    return {label: p, data: D.curves[p], borderColor: COLORS[i % COLORS.length],
+            backgroundColor: COLORS[i % COLORS.length], pointRadius: 3, borderWidth: 2};
+  })},
+  options: {parsing: false,
+    scales: {x: {type: logX ? 'logarithmic' : 'linear', title: {display: true, text: 'KV cache capacity (tokens)'}},
+             y: {min: 0, max: 100, title: {display: true, text: 'prefix-cache hit rate (%)'}}}}
+}));
+)JS";
+
+}  // namespace
+
+std::string render_report_html(const RunReport& r) {
+  std::string out = page_head("prefixsim report");
+  const std::string trace = r.trace.path.empty() ? "built-in workload" : r.trace.path;
+  out += "<h1>prefixsim report</h1>\n<p class=\"sub\">" + html_escape(trace) + " (" + html_escape(r.trace.format) +
+         ") &middot; " + std::to_string(r.trace.requests) + " requests &middot; mode " + html_escape(r.mode) +
+         " &middot; " + html_escape(r.tool_name + " " + r.tool_version) + "</p>\n<div class=\"cards\">\n";
+  card(out, pct(r.prefix_cache.hit_rate), "prefix-cache hit rate (tokens)");
+  card(out, pct(r.prefix_cache.block_hit_rate), "block hit rate");
+  card(out, pct(r.prefix_cache.ideal_hit_rate), "ideal hit rate (infinite cache)");
+  card(out, std::to_string(r.kv_cache.num_blocks) + " x " + std::to_string(r.kv_cache.block_size),
+       "KV blocks x tokens per block");
+  if (r.timed) {
+    card(out, num("%.1f ms", r.timed->latency_ms.ttft.p50), "TTFT p50");
+    card(out, num("%.1f ms", r.timed->latency_ms.ttft.p99), "TTFT p99");
+    card(out, num("%.1f", r.timed->throughput.output_tokens_per_s), "output tokens/s");
+    card(out, std::to_string(r.timed->engine.preemptions), "preemptions");
+  }
+  out += "</div>\n<h2>Hit rate and KV usage over time</h2>\n<div class=\"chart\"><canvas id=\"chart-hit-kv\"></canvas></div>\n";
+  json data{{"axis", r.series_axis}, {"series", chart_series(r)}, {"ttft_cdf", json::array()}};
+  if (r.timed) {
+    const TimedResults& t = *r.timed;
+    out += "<h2>Time to first token</h2>\n<div class=\"chart\"><canvas id=\"chart-ttft-cdf\"></canvas></div>\n";
+    out += "<table><tr><th>latency (ms)</th><th>mean</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>max</th></tr>\n";
+    latency_tr(out, "TTFT", t.latency_ms.ttft);
+    latency_tr(out, "queue", t.latency_ms.queue);
+    latency_tr(out, "end to end", t.latency_ms.e2e);
+    latency_tr(out, "TPOT", t.latency_ms.tpot);
+    out += "</table>\n<h2>Queue length over time</h2>\n<div class=\"chart\"><canvas id=\"chart-queue\"></canvas></div>\n";
+    json cdf = json::array();
+    for (const CdfPoint& c : t.ttft_cdf_ms) cdf.push_back(json::array({c.value, c.fraction}));
+    data["ttft_cdf"] = cdf;
+    const LatencySummary& s = t.latency_ms.ttft;
+    data["ttft_pct"] = json{{"p50", nullable(s.p50)}, {"p90", nullable(s.p90)}, {"p95", nullable(s.p95)},
+                            {"p99", nullable(s.p99)}};
+  } else {
+    out += "<p class=\"note\">Cache mode: requests were replayed one at a time without simulated time, "
+           "so there is no latency, queue or throughput to show; the x axis counts requests.</p>\n";
+  }
+  out += "<h2>Prefix cache</h2>\n<table>\n";
+  const PrefixCacheReport& p = r.prefix_cache;
+  const PrefixCacheLookups& l = p.lookups;
+  auto tr = [&](const std::string& k, const std::string& v) {
+    out += "<tr><td>" + html_escape(k) + "</td><td>" + html_escape(v) + "</td></tr>\n";
+  };
+  tr("hit tokens / queried tokens (at admission)", std::to_string(p.hit_tokens) + " / " + std::to_string(p.queried_tokens));
+  tr("evictions", std::to_string(p.evictions));
+  tr("lookups, vLLM-counted: requests / queries / hits",
+     std::to_string(l.requests) + " / " + std::to_string(l.queries) + " / " + std::to_string(l.hits));
+  tr("lookups after preemption: requests / queries / hits", std::to_string(l.preempted_requests) + " / " +
+                                                                std::to_string(l.preempted_queries) + " / " +
+                                                                std::to_string(l.preempted_hits));
+  tr("KV capacity (tokens)", std::to_string(r.kv_cache.capacity_tokens));
+  out += "</table>\n<h2>Scenario (resolved configuration)</h2>\n<pre id=\"scenario\">" +
+         html_escape(r.scenario.dump(2)) + "</pre>\n";
+  out += page_tail(data, kRunCharts);
+  return out;
+}
+
+std::string render_compare_html(const nlohmann::json& compare_json) {
+  std::string out = page_head("prefixsim compare");
+  out += "<h1>prefixsim compare</h1>\n<p class=\"sub\">prefix-cache hit rate of every policy at every KV capacity</p>\n";
+  out += "<h2>Hit rate vs capacity</h2>\n<div class=\"chart\"><canvas id=\"chart-compare\"></canvas></div>\n";
+  // policy -> kv_blocks -> result, in sorted order for a deterministic page.
+  std::map<std::string, std::map<uint64_t, const json*>> table;
+  std::set<uint64_t> blocks;
+  const json results = compare_json.contains("results") ? compare_json["results"] : json::array();
+  for (const json& row : results) {
+    const std::string policy = row.value("policy", std::string("?"));
+    const uint64_t b = row.value("kv_blocks", uint64_t{0});
+    table[policy][b] = &row;
+    blocks.insert(b);
+  }
+  json curves = json::object();
+  for (const auto& [policy, by_blocks] : table) {
+    json pts = json::array();
+    for (const auto& [b, row] : by_blocks) {
+      const json& hr = (*row).contains("hit_rate") ? (*row)["hit_rate"] : json(nullptr);
+      pts.push_back(json{{"x", row->value("capacity_tokens", b)}, {"y", hr.is_number() ? json(100.0 * hr.get<double>()) : json(nullptr)}});
+    }
+    curves[policy] = pts;
+  }
+  out += "<h2>Policy x capacity: hit rate</h2>\n<table>\n<tr><th>policy \\ KV blocks</th>";
+  for (uint64_t b : blocks) out += "<th>" + std::to_string(b) + "</th>";
+  out += "</tr>\n";
+  std::map<uint64_t, double> best;
+  for (const auto& [policy, by_blocks] : table)
+    for (const auto& [b, row] : by_blocks)
+      if ((*row).contains("hit_rate") && (*row)["hit_rate"].is_number())
+        best[b] = std::max(best.count(b) ? best[b] : -1.0, (*row)["hit_rate"].get<double>());
+  for (const auto& [policy, by_blocks] : table) {
+    out += "<tr><td>" + html_escape(policy) + "</td>";
+    for (uint64_t b : blocks) {
+      auto it = by_blocks.find(b);
+      if (it == by_blocks.end() || !(*it->second).contains("hit_rate") || !(*it->second)["hit_rate"].is_number()) {
+        out += "<td>n/a</td>";
+        continue;
+      }
+      const json& row = *it->second;
+      const double hr = row["hit_rate"].get<double>();
+      out += hr == best[b] ? "<td class=\"best\">" : "<td>";
+      out += pct(hr);
+      if (row.contains("evictions") && row["evictions"].is_number())
+        out += "<br><small>" + std::to_string(row["evictions"].get<uint64_t>()) + " evictions</small>";
+      out += "</td>";
+    }
+    out += "</tr>\n";
+  }
+  out += "</table>\n<p class=\"note\">Bold: the best policy at that capacity.</p>\n";
+  if (compare_json.contains("scenario"))
+    out += "<h2>Scenario (resolved configuration)</h2>\n<pre id=\"scenario\">" +
+           html_escape(compare_json["scenario"].dump(2)) + "</pre>\n";
+  out += page_tail(json{{"curves", curves}}, kCompareCharts);
+  return out;
+}
+
+}  // namespace prefixsim

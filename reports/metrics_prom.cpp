@@ -1,0 +1,134 @@
+// metrics.prom: the run's totals in Prometheus text exposition format 0.0.4,
+// under vLLM v1's metric names and types (vllm/v1/metrics/loggers.py), so the
+// simulation can be held against a vLLM Grafana dashboard.
+//
+// As prometheus_client does on the wire, a counter registered as
+// "vllm:prefix_cache_queries" is exposed as "vllm:prefix_cache_queries_total",
+// which is the name PromQL and dashboards use. Numbers are written the way
+// prometheus_client writes them (Python float repr, "+Inf").
+//
+// A replay is one "scrape" at the end of the run: counters and histograms hold
+// run totals. Gauges would all read zero at the end (every request finished),
+// so they carry the time average over the run instead, which is what
+// avg_over_time(...) over the same window reads in Grafana; the HELP text says
+// so.
+#include <cmath>
+
+#include "reports/outputs.h"
+#include "sim/json_out.h"
+
+namespace prefixsim {
+
+namespace {
+
+struct PromWriter {
+  std::string out;
+  std::string labels;  // model_name="...",engine="0"
+
+  void header(const std::string& name, const char* type, const std::string& help) {
+    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  }
+  void value(double v) {
+    if (std::isinf(v))
+      out += v > 0 ? "+Inf" : "-Inf";
+    else if (std::isnan(v))
+      out += "NaN";
+    else
+      append_double(out, v);
+  }
+  void sample(const std::string& name, double v, const std::string& extra_label = "") {
+    out += name + "{" + labels + extra_label + "} ";
+    value(v);
+    out += '\n';
+  }
+  void counter(const std::string& base, const std::string& help, double v) {
+    header(base + "_total", "counter", help);
+    sample(base + "_total", v);
+  }
+  void gauge(const std::string& name, const std::string& help, double v) {
+    header(name, "gauge", help);
+    sample(name, v);
+  }
+  void histogram(const std::string& name, const std::string& help, const Histogram& h) {
+    header(name, "histogram", help);
+    for (size_t i = 0; i <= h.bounds.size(); ++i) {
+      std::string le = ",le=\"";
+      if (i == h.bounds.size())
+        le += "+Inf";
+      else
+        append_double(le, h.bounds[i]);
+      le += "\"";
+      sample(name + "_bucket", static_cast<double>(h.cumulative(i)), le);
+    }
+    sample(name + "_count", static_cast<double>(h.count));
+    sample(name + "_sum", h.sum);
+  }
+};
+
+// Prometheus label values escape backslash, double quote and newline.
+std::string label_value(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"')
+      out += '\\', out += c;
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string model_name(const nlohmann::json& scenario) {
+  if (scenario.is_object()) {
+    auto it = scenario.find("model");
+    if (it != scenario.end()) {
+      if (it->is_string()) return it->get<std::string>();
+      if (it->is_object() && it->contains("name") && (*it)["name"].is_string()) return (*it)["name"].get<std::string>();
+    }
+  }
+  return "prefixsim";
+}
+
+}  // namespace
+
+std::string render_metrics_prom(const RunReport& r) {
+  PromWriter w;
+  w.labels = "model_name=\"" + label_value(model_name(r.scenario)) + "\",engine=\"0\"";
+  const PrefixCacheLookups& l = r.prefix_cache.lookups;
+  w.counter("vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens (every lookup, as vLLM counts it).",
+            static_cast<double>(l.queries));
+  w.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+            static_cast<double>(l.hits));
+  w.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(r.trace.prompt_tokens));
+  if (!r.timed) return w.out;  // cache mode: no time, so nothing else was measured
+
+  const TimedResults& t = *r.timed;
+  w.counter("vllm:generation_tokens", "Number of generation tokens processed.",
+            static_cast<double>(r.trace.output_tokens));
+  w.counter("vllm:num_preemptions", "Cumulative number of preemptions from the engine.",
+            static_cast<double>(t.engine.preemptions));
+  double running = 0, waiting = 0;
+  for (const SeriesRow& s : r.series) {
+    running += static_cast<double>(s.running);
+    waiting += static_cast<double>(s.waiting);
+  }
+  if (!r.series.empty()) {
+    running /= static_cast<double>(r.series.size());
+    waiting /= static_cast<double>(r.series.size());
+  }
+  w.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage (time average over the run).",
+          t.engine.kv_usage_mean);
+  w.gauge("vllm:num_requests_running", "Number of requests in model execution batches (time average over the run).",
+          running);
+  w.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed (time average over the run).",
+          waiting);
+  w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", t.ttft_s);
+  w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", t.e2e_s);
+  w.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", t.queue_s);
+  w.histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", t.tpot_s);
+  return w.out;
+}
+
+}  // namespace prefixsim

@@ -1,0 +1,39 @@
+// The report writers. Each render_* is a pure function of its input (same
+// input, byte-identical text); write_run_outputs puts all five files of a run
+// into a directory, each written atomically (temporary name + rename).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "reports/run_report.h"
+
+namespace prefixsim {
+
+// report.json, schema "prefixsim.report/1" (DESIGN.md's key paths, plus mode,
+// prefix_cache.lookups, ttft_histogram_s and ttft_cdf_ms). Keys in a fixed
+// order, numbers in shortest round-trip form, NaN as null, 2-space indent.
+nlohmann::ordered_json report_to_json(const RunReport& r);
+std::string render_report_json(const RunReport& r);
+// series.csv: one row per interval (header names the columns and units).
+std::string render_series_csv(const RunReport& r);
+// summary.md: the headline numbers as Markdown tables.
+std::string render_summary_md(const RunReport& r);
+// metrics.prom: Prometheus text exposition with vLLM's metric names.
+std::string render_metrics_prom(const RunReport& r);
+// report.html: one self-contained page (Chart.js inlined), opens offline.
+std::string render_report_html(const RunReport& r);
+// compare's page: hit rate vs capacity per policy, and a policy x capacity
+// table. compare_json has "results": [{policy, kv_blocks, capacity_tokens,
+// hit_rate, block_hit_rate, evictions}, ...] and optionally "scenario".
+std::string render_compare_html(const nlohmann::json& compare_json);
+
+// A few lines for the terminal after a run.
+std::string render_terminal_summary(const RunReport& r);
+
+// Creates out_dir (and parents) and writes report.json, series.csv,
+// summary.md, metrics.prom and report.html into it, each atomically.
+// Throws InputError when the directory cannot be created or written.
+void write_run_outputs(const std::string& out_dir, const RunReport& r);
+
+}  // namespace prefixsim

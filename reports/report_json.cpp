@@ -1,0 +1,84 @@
+// report.json. nlohmann::ordered_json keeps our key order (the contract's
+// order), and its number output is the shortest round-trip form, so identical
+// reports give identical bytes. The scenario is user data: its keys come out
+// sorted (nlohmann::json's std::map), which is deterministic too.
+#include "reports/outputs.h"
+
+namespace prefixsim {
+
+namespace {
+using ojson = nlohmann::ordered_json;
+
+ojson summary_json(const LatencySummary& s) {
+  return ojson{{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p95", s.p95},
+               {"p99", s.p99},   {"max", s.max}, {"count", s.count}};
+}
+
+ojson ratio(uint64_t num, uint64_t den) {
+  if (den == 0) return nullptr;
+  return static_cast<double>(num) / static_cast<double>(den);
+}
+}  // namespace
+
+nlohmann::ordered_json report_to_json(const RunReport& r) {
+  ojson j;
+  j["schema"] = kReportSchema;
+  j["tool"] = ojson{{"name", r.tool_name}, {"version", r.tool_version}};
+  j["mode"] = r.mode;
+  j["scenario"] = ojson::parse(r.scenario.dump());
+  j["trace"] = ojson{{"path", r.trace.path},
+                     {"format", r.trace.format},
+                     {"requests", r.trace.requests},
+                     {"prompt_tokens", r.trace.prompt_tokens},
+                     {"output_tokens", r.trace.output_tokens}};
+  j["kv_cache"] = ojson{{"block_size", r.kv_cache.block_size},
+                        {"num_blocks", r.kv_cache.num_blocks},
+                        {"bytes_per_block", r.kv_cache.bytes_per_block},
+                        {"capacity_tokens", r.kv_cache.capacity_tokens}};
+  const PrefixCacheReport& p = r.prefix_cache;
+  const PrefixCacheLookups& l = p.lookups;
+  j["prefix_cache"] = ojson{{"queried_tokens", p.queried_tokens},
+                            {"hit_tokens", p.hit_tokens},
+                            {"hit_rate", p.hit_rate},
+                            {"block_hit_rate", p.block_hit_rate},
+                            {"ideal_hit_rate", p.ideal_hit_rate},
+                            {"evictions", p.evictions},
+                            {"lookups", ojson{{"requests", l.requests},
+                                              {"queries", l.queries},
+                                              {"hits", l.hits},
+                                              {"hit_rate", ratio(l.hits, l.queries)},
+                                              {"preempted_requests", l.preempted_requests},
+                                              {"preempted_queries", l.preempted_queries},
+                                              {"preempted_hits", l.preempted_hits}}}};
+  if (r.timed) {
+    const TimedResults& t = *r.timed;
+    j["latency_ms"] = ojson{{"ttft", summary_json(t.latency_ms.ttft)},
+                            {"queue", summary_json(t.latency_ms.queue)},
+                            {"e2e", summary_json(t.latency_ms.e2e)},
+                            {"tpot", summary_json(t.latency_ms.tpot)}};
+    j["throughput"] = ojson{{"requests_per_s", t.throughput.requests_per_s},
+                            {"prompt_tokens_per_s", t.throughput.prompt_tokens_per_s},
+                            {"output_tokens_per_s", t.throughput.output_tokens_per_s},
+                            {"duration_s", t.duration_s}};
+    j["engine"] = ojson{{"steps", t.engine.steps},
+                        {"preemptions", t.engine.preemptions},
+                        {"kv_usage", ojson{{"mean", t.engine.kv_usage_mean}, {"max", t.engine.kv_usage_max}}}};
+    ojson buckets = ojson::array();
+    for (size_t i = 0; i < t.ttft_s.bounds.size(); ++i)
+      buckets.push_back(ojson{{"le", t.ttft_s.bounds[i]}, {"count", t.ttft_s.cumulative(i)}});
+    buckets.push_back(ojson{{"le", "+Inf"}, {"count", t.ttft_s.cumulative(t.ttft_s.bounds.size())}});
+    j["ttft_histogram_s"] = ojson{{"buckets", buckets}, {"sum", t.ttft_s.sum}, {"count", t.ttft_s.count}};
+    ojson cdf = ojson::array();
+    for (const CdfPoint& c : t.ttft_cdf_ms) cdf.push_back(ojson::array({c.value, c.fraction}));
+    j["ttft_cdf_ms"] = cdf;
+  } else {
+    j["latency_ms"] = nullptr;
+    j["throughput"] = nullptr;
+    j["engine"] = nullptr;
+  }
+  return j;
+}
+
+std::string render_report_json(const RunReport& r) { return report_to_json(r).dump(2) + "\n"; }
+
+}  // namespace prefixsim

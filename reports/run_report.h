@@ -1,0 +1,125 @@
+// Everything one replay reports, as plain data. The engine (or cache-mode
+// replay) fills a RunReport; reports/ turns it into report.json, series.csv,
+// summary.md, metrics.prom and report.html (write_run_outputs, outputs.h).
+//
+// Conventions:
+//  - A double that is not available is NaN; it is written as null in JSON and
+//    left empty in CSV (for example ideal_hit_rate when not computed, or the
+//    hit rate of an interval in which nothing was queried).
+//  - mode "engine": the discrete-event simulation; `timed` is set.
+//    mode "cache": each request alone, no time; `timed` is empty and report.json
+//    has "latency_ms": null, "throughput": null, "engine": null. The keys stay
+//    present so scripts can tell "not measured in this mode" (null) from a
+//    broken report (key missing). metrics.prom then holds only the counters
+//    that cache mode measures.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reports/latency.h"
+
+namespace prefixsim {
+
+inline constexpr const char* kReportSchema = "prefixsim.report/1";
+inline constexpr double kNotAvailable = std::numeric_limits<double>::quiet_NaN();
+
+struct TraceInfo {
+  std::string path;    // as given; "" for the built-in workload
+  std::string format;  // "native", "mooncake", "workload:chatbot", ...
+  uint64_t requests = 0;
+  uint64_t prompt_tokens = 0;
+  uint64_t output_tokens = 0;
+};
+
+struct KvCacheInfo {
+  uint64_t block_size = 0;
+  uint64_t num_blocks = 0;
+  uint64_t bytes_per_block = 0;  // 0 when the pool was sized in blocks/tokens without a model
+  uint64_t capacity_tokens = 0;  // block_size * num_blocks
+};
+
+// Prefix-cache lookups counted exactly as vLLM v1's PrefixCacheStats does it:
+// every lookup (get_computed_blocks), including lookups of requests that are
+// then refused for lack of blocks and looked up again; lookups of requests
+// that were preempted before count separately. These feed
+// vllm:prefix_cache_queries / vllm:prefix_cache_hits, so the simulation can be
+// held against a vLLM Grafana.
+struct PrefixCacheLookups {
+  uint64_t requests = 0, queries = 0, hits = 0;  // queries and hits in tokens
+  uint64_t preempted_requests = 0, preempted_queries = 0, preempted_hits = 0;
+};
+
+struct PrefixCacheReport {  // (sim/kv_cache_manager.h has vLLM's PrefixCacheStats)
+  // Counted once per request at admission (DESIGN.md's hit_rate).
+  uint64_t queried_tokens = 0;
+  uint64_t hit_tokens = 0;
+  double hit_rate = kNotAvailable;        // hit_tokens / queried_tokens
+  double block_hit_rate = kNotAvailable;  // hit full blocks / queried full blocks
+  double ideal_hit_rate = kNotAvailable;  // with an infinite cache (every repeat hits)
+  uint64_t evictions = 0;
+  PrefixCacheLookups lookups;
+};
+
+struct LatencyReport {  // all in milliseconds
+  LatencySummary ttft, queue, e2e, tpot;
+};
+
+struct Throughput {
+  double requests_per_s = 0, prompt_tokens_per_s = 0, output_tokens_per_s = 0;
+};
+
+struct EngineStats {
+  uint64_t steps = 0;
+  uint64_t preemptions = 0;
+  double kv_usage_mean = 0, kv_usage_max = 0;  // fraction of blocks in use, 0..1
+};
+
+// Results that exist only when time is simulated (engine mode).
+struct TimedResults {
+  LatencyReport latency_ms;
+  Throughput throughput;
+  EngineStats engine;
+  double duration_s = 0;  // simulated time from the first arrival to the last finish
+  // vLLM-bucketed histograms in seconds, for metrics.prom
+  // (LatencyAccumulator::prom_histogram gives them).
+  Histogram ttft_s{vllm_ttft_buckets()};
+  Histogram queue_s{vllm_request_latency_buckets()};
+  Histogram e2e_s{vllm_request_latency_buckets()};
+  Histogram tpot_s{vllm_tpot_buckets()};
+  std::vector<CdfPoint> ttft_cdf_ms;  // LatencyAccumulator::cdf_ms
+};
+
+// One interval of the time series (series.csv and the charts). In engine mode
+// an interval is a span of simulated time; in cache mode (no time) a span of
+// requests in arrival order; RunReport::series_axis says which.
+struct SeriesRow {
+  double start = 0;             // seconds, or index of the first request
+  uint64_t queried_tokens = 0;  // admitted prompt tokens in the interval
+  uint64_t hit_tokens = 0;      // of which prefix-cache hits
+  double kv_usage = 0;          // fraction of blocks in use at the end of the interval
+  uint64_t waiting = 0;         // queue length at the end of the interval
+  uint64_t running = 0;         // running requests at the end of the interval
+  uint64_t preemptions = 0;     // in the interval
+  uint64_t finished = 0;        // requests finished in the interval
+  double prompt_tokens_per_s = 0, output_tokens_per_s = 0;  // computed prompt tokens / produced tokens
+};
+
+struct RunReport {
+  std::string mode = "engine";  // "engine" or "cache"
+  std::string tool_name = "prefixsim";
+  std::string tool_version;
+  nlohmann::json scenario = nlohmann::json::object();  // the resolved configuration, in full
+  TraceInfo trace;
+  KvCacheInfo kv_cache;
+  PrefixCacheReport prefix_cache;
+  std::optional<TimedResults> timed;  // engine mode only
+  std::string series_axis = "time_s";  // "time_s" or "request"
+  std::vector<SeriesRow> series;
+};
+
+}  // namespace prefixsim

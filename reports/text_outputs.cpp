@@ -1,0 +1,132 @@
+// series.csv, summary.md and the terminal summary.
+#include <cmath>
+#include <cstdio>
+
+#include "reports/outputs.h"
+#include "sim/json_out.h"
+
+namespace prefixsim {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pct(double v) { return std::isfinite(v) ? fmt("%.2f %%", v * 100.0) : "n/a"; }
+
+void csv_double(std::string& out, double v) {
+  if (std::isfinite(v)) append_double(out, v);  // NaN: empty cell
+}
+
+double interval_hit_rate(const SeriesRow& s) {
+  return s.queried_tokens ? static_cast<double>(s.hit_tokens) / static_cast<double>(s.queried_tokens)
+                          : kNotAvailable;
+}
+
+void latency_row(std::string& out, const char* name, const LatencySummary& s) {
+  out += "| ";
+  out += name;
+  for (double v : {s.mean, s.p50, s.p90, s.p95, s.p99, s.max}) out += " | " + fmt("%.2f", v);
+  out += " |\n";
+}
+
+}  // namespace
+
+std::string render_series_csv(const RunReport& r) {
+  std::string out = r.series_axis == "request" ? "request" : "t_s";
+  out +=
+      ",hit_rate,queried_tokens,hit_tokens,kv_usage,waiting,running,preemptions,finished,"
+      "prompt_tokens_per_s,output_tokens_per_s\n";
+  for (const SeriesRow& s : r.series) {
+    append_double(out, s.start);
+    out += ',';
+    csv_double(out, interval_hit_rate(s));
+    for (uint64_t v : {s.queried_tokens, s.hit_tokens}) {
+      out += ',';
+      append_int(out, static_cast<int64_t>(v));
+    }
+    out += ',';
+    csv_double(out, s.kv_usage);
+    for (uint64_t v : {s.waiting, s.running, s.preemptions, s.finished}) {
+      out += ',';
+      append_int(out, static_cast<int64_t>(v));
+    }
+    out += ',';
+    csv_double(out, s.prompt_tokens_per_s);
+    out += ',';
+    csv_double(out, s.output_tokens_per_s);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string render_summary_md(const RunReport& r) {
+  std::string out = "# prefixsim report\n\n";
+  out += "- tool: " + r.tool_name + " " + r.tool_version + "\n";
+  out += "- mode: " + r.mode + "\n";
+  out += "- trace: " + (r.trace.path.empty() ? std::string("(built-in workload)") : r.trace.path) + " (" +
+         r.trace.format + "), " + std::to_string(r.trace.requests) + " requests, " +
+         std::to_string(r.trace.prompt_tokens) + " prompt tokens, " + std::to_string(r.trace.output_tokens) +
+         " output tokens\n";
+  out += "- KV cache: " + std::to_string(r.kv_cache.num_blocks) + " blocks of " +
+         std::to_string(r.kv_cache.block_size) + " tokens = " + std::to_string(r.kv_cache.capacity_tokens) +
+         " tokens";
+  if (r.kv_cache.bytes_per_block)
+    out += " (" + fmt("%.2f", static_cast<double>(r.kv_cache.bytes_per_block * r.kv_cache.num_blocks) / 1e9) +
+           " GB)";
+  out += "\n\n## Prefix cache\n\n| metric | value |\n| --- | --- |\n";
+  const PrefixCacheReport& p = r.prefix_cache;
+  out += "| hit rate (tokens, at admission) | " + pct(p.hit_rate) + " |\n";
+  out += "| block hit rate | " + pct(p.block_hit_rate) + " |\n";
+  out += "| ideal hit rate (infinite cache) | " + pct(p.ideal_hit_rate) + " |\n";
+  out += "| hit tokens / queried tokens | " + std::to_string(p.hit_tokens) + " / " +
+         std::to_string(p.queried_tokens) + " |\n";
+  out += "| evictions | " + std::to_string(p.evictions) + " |\n";
+  const PrefixCacheLookups& l = p.lookups;
+  out += "| lookups, vLLM-counted (requests / queries / hits) | " + std::to_string(l.requests) + " / " +
+         std::to_string(l.queries) + " / " + std::to_string(l.hits) + " |\n";
+  out += "| lookups after preemption (requests / queries / hits) | " + std::to_string(l.preempted_requests) +
+         " / " + std::to_string(l.preempted_queries) + " / " + std::to_string(l.preempted_hits) + " |\n";
+  if (!r.timed) {
+    out += "\nCache mode: requests replayed one at a time without simulated time, so there is no\n"
+           "latency, throughput or engine section.\n";
+    return out;
+  }
+  const TimedResults& t = *r.timed;
+  out += "\n## Latency (ms)\n\n| metric | mean | p50 | p90 | p95 | p99 | max |\n| --- | --- | --- | --- | --- | --- | --- |\n";
+  latency_row(out, "TTFT", t.latency_ms.ttft);
+  latency_row(out, "queue", t.latency_ms.queue);
+  latency_row(out, "end to end", t.latency_ms.e2e);
+  latency_row(out, "TPOT", t.latency_ms.tpot);
+  out += "\n## Throughput and engine\n\n| metric | value |\n| --- | --- |\n";
+  out += "| simulated duration | " + fmt("%.3f s", t.duration_s) + " |\n";
+  out += "| requests/s | " + fmt("%.2f", t.throughput.requests_per_s) + " |\n";
+  out += "| prompt tokens/s | " + fmt("%.1f", t.throughput.prompt_tokens_per_s) + " |\n";
+  out += "| output tokens/s | " + fmt("%.1f", t.throughput.output_tokens_per_s) + " |\n";
+  out += "| engine steps | " + std::to_string(t.engine.steps) + " |\n";
+  out += "| preemptions | " + std::to_string(t.engine.preemptions) + " |\n";
+  out += "| KV usage mean / max | " + pct(t.engine.kv_usage_mean) + " / " + pct(t.engine.kv_usage_max) + " |\n";
+  return out;
+}
+
+std::string render_terminal_summary(const RunReport& r) {
+  std::string out = "mode " + r.mode + ": " + std::to_string(r.trace.requests) + " requests, KV " +
+                    std::to_string(r.kv_cache.num_blocks) + " blocks x " + std::to_string(r.kv_cache.block_size) +
+                    " tokens\n";
+  out += "  prefix-cache hit rate " + pct(r.prefix_cache.hit_rate) + " (block " + pct(r.prefix_cache.block_hit_rate) +
+         "), " + std::to_string(r.prefix_cache.evictions) + " evictions\n";
+  if (r.timed) {
+    const TimedResults& t = *r.timed;
+    out += "  TTFT p50 " + fmt("%.1f", t.latency_ms.ttft.p50) + " ms, p99 " + fmt("%.1f", t.latency_ms.ttft.p99) +
+           " ms; e2e p99 " + fmt("%.1f", t.latency_ms.e2e.p99) + " ms; " +
+           fmt("%.1f", t.throughput.output_tokens_per_s) + " output tokens/s; " +
+           std::to_string(t.engine.preemptions) + " preemptions\n";
+  }
+  return out;
+}
+
+}  // namespace prefixsim

@@ -1,0 +1,178 @@
+// `prefixsim catalog`: the built-in models and GPUs, the KV bytes each model
+// needs per token and per block, and the default KV pool every model gets on
+// every GPU -- a capacity planner's first table. `--profile P` validates and
+// shows a calibrated cost-model profile instead.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/catalog.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/options.h"
+#include "sim/error.h"
+#include "sim/kv_sizing.h"
+#include "sim/profile.h"
+
+namespace prefixsim::cli {
+
+namespace {
+
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+std::string pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::string bytes(double b) {
+  if (b >= 1024.0 * 1024 * 1024) return fmt("%.1f GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return fmt("%.2f MiB", b / (1024.0 * 1024));
+  return fmt("%.1f KiB", b / 1024.0);
+}
+
+std::string tokens(int64_t t) {
+  if (t >= 1000000) return fmt("%.2fM", t / 1e6);
+  if (t >= 1000) return fmt("%.0fk", t / 1e3);
+  return std::to_string(t);
+}
+
+struct PoolCell {
+  bool ok = false;
+  KvSizing sizing;
+  std::string why;
+};
+
+PoolCell pool(const ModelSpec& m, const GpuSpec& g, const KvSizingInput& base) {
+  KvSizingInput in = base;
+  in.model = &m;
+  in.gpu = &g;
+  PoolCell c;
+  try {
+    c.sizing = size_kv_pool(in);
+    c.ok = true;
+  } catch (const InputError& e) {
+    c.why = e.what();
+  }
+  return c;
+}
+
+int show_profile(const std::string& path, bool json) {
+  const Profile p = read_profile(path);
+  if (json) {
+    std::cout << profile_text(p);
+    return 0;
+  }
+  const CostCoefficients& c = p.coefficients;
+  std::cout << "profile " << path << " (" << kProfileSchema << ")\n"
+            << "  model " << p.model << " at TP " << p.tp << " on " << p.gpu.catalog << " (" << p.gpu.name << ", "
+            << p.gpu.sm_count << " SMs, " << fmt("%.0f", p.gpu.sm_clock_mhz) << " MHz, driver " << p.gpu.driver
+            << ", CUDA " << p.gpu.cuda << "), measured " << p.date << "\n"
+            << "  step = " << fmt("%.4g", c.overhead_s * 1e3) << " ms + " << fmt("%.4g", c.per_seq_s * 1e6)
+            << " us/seq + max(" << fmt("%.4g", c.linear_s_per_token * 1e6) << " us/token, "
+            << fmt("%.4g", c.weight_floor_s * 1e3) << " ms) + " << fmt("%.4g", c.attn_s_per_unit * 1e9)
+            << " ns per n*(c+n/2) + " << fmt("%.4g", c.kv_read_s_per_token * 1e9) << " ns per context token + "
+            << fmt("%.4g", c.allreduce_s_per_token * 1e6) << " us/token all-reduce\n"
+            << "  fit: " << p.fit.method << "; " << p.fit.train_samples << " train / " << p.fit.held_out_samples
+            << " held-out steps; held-out MAPE " << fmt("%.2f", p.fit.mape_held_out * 100) << " % (max "
+            << fmt("%.2f", p.fit.max_ape_held_out * 100) << " %), train MAPE " << fmt("%.2f", p.fit.mape_train * 100)
+            << " %\n";
+  if (!p.provenance.empty()) std::cout << "  provenance: " << p.provenance << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int cmd_catalog(const Args& args) {
+  po::options_description opts("options");
+  opts.add_options()
+      ("block-size", po::value<int>()->default_value(16), "tokens per KV block")
+      ("gpu-mem-util", po::value<double>()->default_value(0.9), "fraction of GPU memory vLLM may use")
+      ("tp", po::value<int>()->default_value(1), "tensor-parallel degree (pool sizes are per shard)")
+      ("json", "print JSON instead of tables")
+      ("profile", po::value<std::string>(), "validate and show a calibrated cost-model profile instead");
+  po::positional_options_description pos;
+  po::variables_map vm;
+  if (!parse_args(args, opts, pos, vm, "prefixsim catalog [--tp K] [--gpu-mem-util F] [--block-size B] [--json] | --profile P",
+                  "Lists the built-in models and GPUs with the figures the simulator uses (each with its\n"
+                  "source in sim/catalog/*.yaml), the KV cache bytes per token and per block, and the\n"
+                  "default KV pool of every model on every GPU at the given TP and memory utilisation,\n"
+                  "derived as `prefixsim replay` derives it. With --profile, checks a calibrated profile\n"
+                  "(schema prefixsim.profile/1) and prints its coefficients and fit error; a bad profile\n"
+                  "exits 2 naming the file, line and field."))
+    return 0;
+  const bool json = vm.count("json") > 0;
+  if (vm.count("profile")) return show_profile(vm["profile"].as<std::string>(), json);
+
+  KvSizingInput base;
+  base.block_size = vm["block-size"].as<int>();
+  base.gpu_mem_util = vm["gpu-mem-util"].as<double>();
+  base.tp = vm["tp"].as<int>();
+  // Flag errors that do not depend on the model (the per-cell ones do).
+  if (base.block_size < 1 || base.block_size > 65536) throw InputError("--block-size: must be in [1, 65536]");
+  if (!(base.gpu_mem_util > 0 && base.gpu_mem_util <= 1)) throw InputError("--gpu-mem-util: must be in (0, 1]");
+  if (base.tp < 1 || base.tp > 64) throw InputError("--tp: must be in [1, 64]");
+
+  if (json) {
+    nlohmann::json out = {{"models", nlohmann::json::array()},
+                          {"gpus", nlohmann::json::array()},
+                          {"kv_pool", nlohmann::json::array()},
+                          {"settings", {{"block_size", base.block_size}, {"gpu_mem_util", base.gpu_mem_util}, {"tp", base.tp}}}};
+    for (const ModelSpec& m : model_catalog()) out["models"].push_back(to_json(m));
+    for (const GpuSpec& g : gpu_catalog()) out["gpus"].push_back(to_json(g));
+    for (const ModelSpec& m : model_catalog())
+      for (const GpuSpec& g : gpu_catalog()) {
+        const PoolCell c = pool(m, g, base);
+        nlohmann::json cell = {{"model", m.name}, {"gpu", g.name}};
+        if (c.ok) {
+          cell["kv_cache"] = to_json(c.sizing);
+        } else {
+          cell["error"] = c.why;
+        }
+        out["kv_pool"].push_back(cell);
+      }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+
+  std::cout << "models (sim/catalog/models.yaml; KV per shard at TP " << base.tp << ")\n  "
+            << pad("name", 15) << pad("layers", 8) << pad("hidden", 8) << pad("heads", 7) << pad("kv_heads", 10)
+            << pad("head_dim", 10) << pad("params", 9) << pad("KV/token", 11) << "KV/block(" << base.block_size
+            << ")\n";
+  for (const ModelSpec& m : model_catalog()) {
+    const int kv_tp = (m.kv_heads % base.tp == 0 || base.tp % m.kv_heads == 0) ? base.tp : 1;
+    const int64_t per_token = kv_bytes_per_token(m, kv_tp, m.dtype_bytes);
+    std::cout << "  " << pad(m.name, 15) << pad(std::to_string(m.layers), 8) << pad(std::to_string(m.hidden), 8)
+              << pad(std::to_string(m.heads), 7) << pad(std::to_string(m.kv_heads), 10)
+              << pad(std::to_string(m.head_dim), 10) << pad(fmt("%.2f B", m.params / 1e9), 9)
+              << pad(bytes(static_cast<double>(per_token)), 11) << bytes(static_cast<double>(per_token) * base.block_size)
+              << (kv_tp == base.tp ? "" : "  (TP does not fit: shown at TP 1)") << "\n";
+  }
+  std::cout << "\nGPUs (sim/catalog/gpus.yaml)\n  " << pad("name", 15) << pad("memory", 11) << pad("BF16 dense", 15)
+            << pad("HBM", 11) << "interconnect\n";
+  for (const GpuSpec& g : gpu_catalog())
+    std::cout << "  " << pad(g.name, 15) << pad(bytes(static_cast<double>(g.memory_bytes)), 11)
+              << pad(fmt("%.0f TFLOP/s", g.peak_bf16_flops / 1e12), 15) << pad(fmt("%.2f TB/s", g.hbm_bandwidth / 1e12), 11)
+              << g.interconnect << " " << fmt("%.0f GB/s", g.interconnect_bandwidth / 1e9) << " per direction\n";
+
+  std::cout << "\ndefault KV pool per GPU at TP " << base.tp << ", --gpu-mem-util " << base.gpu_mem_util
+            << ", block size " << base.block_size << ": blocks (tokens); '-' = does not fit\n  " << pad("", 15);
+  for (const GpuSpec& g : gpu_catalog()) std::cout << pad(g.name, 18);
+  std::cout << "\n";
+  for (const ModelSpec& m : model_catalog()) {
+    std::cout << "  " << pad(m.name, 15);
+    for (const GpuSpec& g : gpu_catalog()) {
+      const PoolCell c = pool(m, g, base);
+      std::cout << pad(c.ok ? std::to_string(c.sizing.num_blocks) + " (" + tokens(c.sizing.capacity_tokens) + ")" : "-",
+                       18);
+    }
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+}  // namespace prefixsim::cli

@@ -1,0 +1,89 @@
+// prefixsim check: the CI gate. Compares a report.json with a committed
+// baseline (reports/check.h has the logic and the baseline format).
+#include <filesystem>
+#include <iostream>
+
+#include "reports/check.h"
+#include "sim/atomic_file.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/options.h"
+#include "sim/error.h"
+
+namespace prefixsim::cli {
+
+namespace {
+
+std::string metrics_help() {
+  std::string s = "metrics, their report.json field, direction and default tolerance:\n";
+  for (const CheckMetricDef& m : check_metrics()) {
+    std::string line = std::string("  ") + m.name;
+    line.resize(24, ' ');
+    line += m.field;
+    line.resize(58, ' ');
+    line += m.higher_is_better ? "lower is worse   " : "higher is worse  ";
+    line += m.default_tolerance.text();
+    s += line + "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+int cmd_check(const Args& args) {
+  po::options_description opts("options");
+  opts.add_options()
+      ("report", po::value<std::string>(), "report.json of the run to check")
+      ("baseline", po::value<std::string>(), "baseline: a report.json or a prefixsim.baseline/1 file (required)")
+      ("tolerance", po::value<std::vector<std::string>>()->composing(),
+       "per-metric tolerances, METRIC=ABS or METRIC=REL% (e.g. hit_rate=0.005,ttft_p99=5%); repeatable")
+      ("junit", po::value<std::string>(), "also write the verdicts as JUnit XML to this file")
+      ("update-baseline", "write REPORT's metrics as the new baseline (to --baseline) and exit 0");
+  po::positional_options_description pos;
+  pos.add("report", 1);
+  po::variables_map vm;
+  const std::string usage =
+      "prefixsim check REPORT --baseline BASE.json [--tolerance M=V[%],...] [--junit FILE] [--update-baseline]";
+  if (!parse_args(args, opts, pos, vm, usage,
+                  "Compares the metrics that matter in REPORT (a report.json written by replay) with\n"
+                  "a baseline and prints a table: metric | baseline -> now | delta | tolerance | verdict.\n"
+                  "A metric regresses when it moved in its worse direction by more than its tolerance:\n"
+                  "absolute in the metric's unit, or relative (%) to the baseline value.\n\n" +
+                      metrics_help() +
+                      "\nA baseline may be a full report.json or a small prefixsim.baseline/1 file, whose\n"
+                      "\"tolerances\" (optional) override the defaults; --tolerance overrides both. Only\n"
+                      "metrics present on both sides are checked: a cache-mode report has no latency,\n"
+                      "throughput or preemptions, and the table says these were skipped.\n\n"
+                      "exit: 0 no regression (or baseline updated), 1 a regression, 2 bad input (a missing\n"
+                      "metric, a schema mismatch, a bad tolerance), naming the file and field."))
+    return 0;
+  if (!vm.count("report")) throw InputError("check: missing the REPORT argument (usage: " + usage + ")");
+  if (!vm.count("baseline")) throw InputError("check: --baseline is required (usage: " + usage + ")");
+  const std::string report_path = vm["report"].as<std::string>();
+  const std::string baseline_path = vm["baseline"].as<std::string>();
+  std::map<std::string, Tolerance> cli_tol;
+  if (vm.count("tolerance"))
+    for (const std::string& spec : vm["tolerance"].as<std::vector<std::string>>())
+      for (const auto& [k, v] : parse_tolerances(spec)) cli_tol[k] = v;
+
+  const CheckSide now = load_check_file(report_path, false);
+  const bool update = vm.count("update-baseline") > 0;
+  if (update && !std::filesystem::exists(baseline_path)) {
+    write_file_atomic(baseline_path, render_baseline(now, cli_tol));
+    std::cout << "check: wrote a new baseline " << baseline_path << " from " << report_path << "\n";
+    return 0;
+  }
+  const CheckSide base = load_check_file(baseline_path, true);
+  const CheckResult result = run_check(base, now, cli_tol);
+  std::cout << render_check_table(result, base, now);
+  if (vm.count("junit")) write_file_atomic(vm["junit"].as<std::string>(), render_junit(result, base, now));
+  if (update) {
+    std::map<std::string, Tolerance> keep = base.tolerances;  // the team's tolerances survive an update
+    for (const auto& [k, v] : cli_tol) keep[k] = v;
+    write_file_atomic(baseline_path, render_baseline(now, keep));
+    std::cout << "check: updated the baseline " << baseline_path << " from " << report_path << "\n";
+    return 0;
+  }
+  return result.regressions ? 1 : 0;
+}
+
+}  // namespace prefixsim::cli

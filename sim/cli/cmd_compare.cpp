@@ -1,0 +1,344 @@
+// `prefixsim compare`: the researcher's bench. One trace, parsed and hashed
+// once, replayed under every (policy, pool size) pair on the very same block
+// manager, the pairs spread over threads; compare.json, compare.csv and
+// compare.md side by side, with each policy's gap to the offline belady.
+//
+// Modes: `cache` (each request alone, no time) is what this command runs
+// today. `engine` (TTFT p50/p99 from the discrete-event engine) slots into
+// run_pair() once it is wired; until then it is refused with a message.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "policies/block_future.h"
+#include "policies/registry.h"
+#include "prefixsim_config.h"
+#include "sim/atomic_file.h"
+#include "sim/cache_replay.h"
+#include "sim/catalog.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/options.h"
+#include "sim/error.h"
+#include "sim/kv_sizing.h"
+#include "traces/trace_reader.h"
+
+namespace prefixsim::cli {
+namespace {
+
+// "lru,s3fifo:small=0.2,promote=2,lfu" -> {"lru", "s3fifo:small=0.2,promote=2", "lfu"}:
+// an item with '=' but no ':' continues the previous policy's parameters.
+std::vector<std::string> split_policies(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) throw InputError("--policies: empty entry in '" + list + "'");
+    const bool continues = item.find('=') != std::string::npos && item.find(':') == std::string::npos;
+    if (continues) {
+      if (out.empty()) throw InputError("--policies: '" + item + "' is a parameter with no policy before it");
+      out.back() += "," + item;
+    } else {
+      out.push_back(item);
+    }
+  }
+  if (out.empty()) throw InputError("--policies: no policy given");
+  return out;
+}
+
+template <typename T>
+std::vector<T> split_numbers(const std::string& flag, const std::string& list) {
+  std::vector<T> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::istringstream v(item);
+    T x{};
+    if (!(v >> x) || !v.eof() || !(x > 0)) throw InputError(flag + ": '" + item + "' is not a positive number");
+    out.push_back(x);
+  }
+  if (out.empty()) throw InputError(flag + ": no size given");
+  return out;
+}
+
+struct Pair {
+  size_t policy = 0;  // index into the spec list
+  size_t size = 0;    // index into the pool sizes
+};
+
+struct PairResult {
+  CacheReplayResult cache;
+  std::exception_ptr error;
+};
+
+// One (policy, size) run. The mode switch lives here.
+PairResult run_pair(const std::string& mode, const PreparedTrace& trace, const std::string& spec,
+                    const PolicyContext& ctx, int64_t num_blocks, bool check) {
+  PairResult out;
+  try {
+    if (mode != "cache") throw InternalError("unsupported mode " + mode);
+    out.cache = run_cache_replay(trace, num_blocks, make_policy(spec, ctx), check);
+  } catch (...) {
+    out.error = std::current_exception();
+  }
+  return out;
+}
+
+std::string pct(double x) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2) << 100.0 * x;
+  return s.str();
+}
+
+}  // namespace
+
+int cmd_compare(const Args& args) {
+  po::options_description opts("options");
+  opts.add_options()
+      ("trace", po::value<std::string>(), "trace file (JSONL, .gz/.zst, kv-cache-tester folder or tar)")
+      ("policies", po::value<std::string>()->default_value("all"),
+       "comma-separated policies, name[:key=value,...] each, or 'all' (every registered policy)")
+      ("kv-blocks", po::value<std::string>(), "pool sizes in blocks, null block included: N1,N2,...")
+      ("kv-tokens", po::value<std::string>(), "pool capacities in tokens: T1,T2,... (rounded up to blocks)")
+      ("kv-gb", po::value<std::string>(), "KV memory per GPU in GiB: G1,G2,... (with --model)")
+      ("model", po::value<std::string>()->default_value("llama-3.1-8b"), "model from the catalog (for --kv-gb)")
+      ("gpu", po::value<std::string>()->default_value("h100-sxm-80gb"), "GPU from the catalog")
+      ("block-size", po::value<int32_t>()->default_value(16), "KV block size in tokens")
+      ("trace-block-size", po::value<int32_t>()->default_value(0),
+       "tokens per trace hash id (default: 512 Mooncake, 64 kv-cache-tester)")
+      ("format", po::value<std::string>()->default_value("auto"), "trace format: auto, native, mooncake, kvcache-tester")
+      ("mode", po::value<std::string>()->default_value("cache"), "cache (each request alone; engine mode: not yet)")
+      ("threads", po::value<int>()->default_value(0), "worker threads (default: one per core)")
+      ("check-invariants", "verify the block pool's invariants after every request (slow)")
+      ("out", po::value<std::string>()->default_value("prefixsim-out"), "output directory")
+      ("quiet", "print nothing on success");
+  po::positional_options_description pos;
+  pos.add("trace", 1);
+  po::variables_map vm;
+  if (!parse_args(args, opts, pos, vm,
+                  "prefixsim compare TRACE --policies lru,lfu,... --kv-blocks N1,N2,... [--mode cache] [--out DIR]",
+                  "Replays one trace under every (policy, pool size) pair on the same vLLM-exact block\n"
+                  "manager and writes compare.json, compare.csv and compare.md into --out: hit rate in\n"
+                  "tokens and blocks, evictions, each policy's gap to the offline `belady`, and the\n"
+                  "hit-rate-vs-capacity curve of each policy. The trace is parsed and hashed once; the\n"
+                  "pairs run in parallel and the results do not depend on the thread count.\n"
+                  "Cache mode: each request alone in arrival order (lookup, prompt + output allocated,\n"
+                  "freed last block first); hit rate = hit tokens / prompt tokens."))
+    return 0;
+  if (!vm.count("trace")) throw InputError("compare: missing the TRACE argument (see prefixsim compare --help)");
+  const std::string mode = vm["mode"].as<std::string>();
+  if (mode == "engine")
+    throw InputError("--mode engine: compare runs cache mode only for now (the engine's TTFT comparison is not "
+                     "wired yet); use --mode cache, or prefixsim replay --mode engine per policy");
+  if (mode != "cache") throw InputError("--mode: '" + mode + "' is not a mode (cache or engine)");
+  const int32_t block_size = vm["block-size"].as<int32_t>();
+  if (block_size <= 0 || block_size > 4096) throw InputError("--block-size must be in [1, 4096]");
+  const int given = static_cast<int>(vm.count("kv-blocks")) + static_cast<int>(vm.count("kv-tokens")) +
+                    static_cast<int>(vm.count("kv-gb"));
+  if (given != 1) throw InputError("compare: give exactly one of --kv-blocks, --kv-tokens, --kv-gb");
+
+  // Policies: validated before the trace is read.
+  std::vector<std::string> specs;
+  if (vm["policies"].as<std::string>() == "all") {
+    for (const PolicyInfo& p : policy_registry()) specs.push_back(p.name);
+  } else {
+    specs = split_policies(vm["policies"].as<std::string>());
+  }
+  std::vector<std::string> names;
+  bool need_future = false;
+  for (const std::string& s : specs) {
+    names.push_back(canonical_policy_name(s));
+    need_future = need_future || names.back() == "belady";
+  }
+  {
+    PolicyContext probe;
+    probe.block_size = block_size;
+    probe.future = BlockFuture::build(0, [](size_t) { return std::span<const BlockHash>{}; });
+    for (const std::string& s : specs) make_policy(s, probe);
+  }
+
+  // Pool sizes, through the same sizing as replay.
+  const ModelSpec& model = find_model(vm["model"].as<std::string>());
+  const GpuSpec& gpu = find_gpu(vm["gpu"].as<std::string>());
+  std::vector<KvSizing> sizes;
+  auto size_one = [&](auto set) {
+    KvSizingInput in;
+    in.model = &model;
+    in.gpu = &gpu;
+    in.block_size = block_size;
+    set(in);
+    sizes.push_back(size_kv_pool(in));
+  };
+  if (vm.count("kv-blocks"))
+    for (int64_t n : split_numbers<int64_t>("--kv-blocks", vm["kv-blocks"].as<std::string>()))
+      size_one([n](KvSizingInput& in) { in.kv_blocks = n; });
+  if (vm.count("kv-tokens"))
+    for (int64_t n : split_numbers<int64_t>("--kv-tokens", vm["kv-tokens"].as<std::string>()))
+      size_one([n](KvSizingInput& in) { in.kv_tokens = n; });
+  if (vm.count("kv-gb"))
+    for (double g : split_numbers<double>("--kv-gb", vm["kv-gb"].as<std::string>()))
+      size_one([g](KvSizingInput& in) { in.kv_gb = g; });
+  for (const KvSizing& k : sizes)
+    if (k.num_blocks < 2) throw InputError("compare: a pool needs at least 2 blocks (block 0 is the null block)");
+
+  // The trace, parsed and hashed once.
+  TraceOptions topts;
+  topts.format = vm["format"].as<std::string>();
+  topts.trace_block_size = vm["trace-block-size"].as<int32_t>();
+  const std::string trace_path = vm["trace"].as<std::string>();
+  auto src = open_trace(trace_path, topts);
+  const std::string format = src->format();
+  const PreparedTrace trace = prepare_trace(*src, block_size);
+  src.reset();
+  if (trace.size() == 0) throw InputError(trace_path + ": the trace has no requests");
+  PolicyContext ctx;
+  ctx.block_size = block_size;
+  if (need_future) ctx.future = BlockFuture::build(trace.size(), [&](size_t i) { return trace.lookup_hashes(i); });
+
+  // Every pair, over a pool of threads; each result lands in its own slot.
+  std::vector<Pair> pairs;
+  for (size_t z = 0; z < sizes.size(); ++z)
+    for (size_t p = 0; p < specs.size(); ++p) pairs.push_back({p, z});
+  int threads = vm["threads"].as<int>();
+  if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
+  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::min<int>(threads, static_cast<int>(pairs.size()));
+  const bool check = vm.count("check-invariants") > 0;
+  std::vector<PairResult> results(pairs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < pairs.size(); i = next++)
+      results[i] = run_pair(mode, trace, specs[pairs[i].policy], ctx, sizes[pairs[i].size].num_blocks, check);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (const PairResult& r : results)
+    if (r.error) std::rethrow_exception(r.error);
+
+  // Belady's hit rate at each size, for the gaps.
+  std::vector<double> belady(sizes.size(), NAN);
+  for (size_t i = 0; i < pairs.size(); ++i)
+    if (names[pairs[i].policy] == "belady") belady[pairs[i].size] = results[i].cache.hit_rate;
+
+  const std::string belady_note =
+      "belady is the offline policy (evicts the block whose next use is farthest, known from a pre-pass over the "
+      "trace). With blocks pinned by running requests and hits that need the whole prefix chain it is a strong "
+      "heuristic, not a proven optimum: a policy may occasionally beat it.";
+
+  // compare.json
+  nlohmann::ordered_json j;
+  j["schema"] = "prefixsim.compare/1";
+  j["tool"] = {{"name", "prefixsim"}, {"version", PREFIXSIM_VERSION}};
+  j["mode"] = mode;
+  j["trace"] = {{"path", trace_path},
+                {"format", format},
+                {"requests", trace.size()},
+                {"prompt_tokens", trace.prompt_tokens},
+                {"output_tokens", trace.output_tokens}};
+  j["block_size"] = block_size;
+  j["policies"] = specs;
+  nlohmann::ordered_json jsizes = nlohmann::ordered_json::array();
+  for (const KvSizing& k : sizes)
+    jsizes.push_back({{"kv_blocks", k.num_blocks}, {"capacity_tokens", k.capacity_tokens},
+                      {"bytes_per_block", k.bytes_per_block}, {"source", k.source}});
+  j["sizes"] = jsizes;
+  nlohmann::ordered_json jres = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const CacheReplayResult& r = results[i].cache;
+    const KvSizing& k = sizes[pairs[i].size];
+    nlohmann::ordered_json o;
+    o["policy"] = names[pairs[i].policy];
+    o["spec"] = specs[pairs[i].policy];
+    o["kv_blocks"] = k.num_blocks;
+    o["capacity_tokens"] = k.capacity_tokens;
+    o["requests"] = r.requests;
+    o["prompt_tokens"] = r.prompt_tokens;
+    o["hit_tokens"] = r.hit_tokens;
+    o["hit_rate"] = r.hit_rate;
+    o["queried_blocks"] = r.queried_blocks;
+    o["hit_blocks"] = r.hit_blocks;
+    o["block_hit_rate"] = r.block_hit_rate;
+    o["evictions"] = r.evictions;
+    o["refused_requests"] = r.refused_requests;
+    if (!std::isnan(belady[pairs[i].size])) o["gap_to_belady"] = belady[pairs[i].size] - r.hit_rate;
+    jres.push_back(std::move(o));
+  }
+  j["results"] = jres;
+  if (need_future) j["notes"] = {belady_note};
+
+  // compare.csv
+  std::ostringstream csv;
+  csv << "policy,spec,kv_blocks,capacity_tokens,hit_rate,block_hit_rate,hit_tokens,prompt_tokens,evictions,"
+         "refused_requests,gap_to_belady\n";
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const CacheReplayResult& r = results[i].cache;
+    const KvSizing& k = sizes[pairs[i].size];
+    nlohmann::json hr = r.hit_rate, bhr = r.block_hit_rate;  // shortest round-trip doubles
+    csv << names[pairs[i].policy] << ",\"" << specs[pairs[i].policy] << "\"," << k.num_blocks << ","
+        << k.capacity_tokens << "," << hr.dump() << "," << bhr.dump() << "," << r.hit_tokens << ","
+        << r.prompt_tokens << "," << r.evictions << "," << r.refused_requests << ",";
+    if (!std::isnan(belady[pairs[i].size])) csv << nlohmann::json(belady[pairs[i].size] - r.hit_rate).dump();
+    csv << "\n";
+  }
+
+  // compare.md
+  std::ostringstream md;
+  md << "# prefixsim compare\n\n"
+     << "Trace `" << trace_path << "` (" << format << "): " << trace.size() << " requests, " << trace.prompt_tokens
+     << " prompt tokens, " << trace.output_tokens << " output tokens. Block size " << block_size << ", mode `"
+     << mode << "`: each request alone, in arrival order; hit rate = hit tokens / prompt tokens.\n\n";
+  for (size_t z = 0; z < sizes.size(); ++z) {
+    md << "## " << sizes[z].num_blocks << " blocks (" << sizes[z].capacity_tokens << " tokens)\n\n"
+       << "| policy | hit rate % | block hit rate % | evictions | refused |"
+       << (std::isnan(belady[z]) ? "" : " gap to belady (points) |") << "\n"
+       << "| --- | ---: | ---: | ---: | ---: |" << (std::isnan(belady[z]) ? "" : " ---: |") << "\n";
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (pairs[i].size != z) continue;
+      const CacheReplayResult& r = results[i].cache;
+      md << "| " << specs[pairs[i].policy] << " | " << pct(r.hit_rate) << " | " << pct(r.block_hit_rate) << " | "
+         << r.evictions << " | " << r.refused_requests << " |";
+      if (!std::isnan(belady[z])) md << " " << pct(belady[z] - r.hit_rate) << " |";
+      md << "\n";
+    }
+    md << "\n";
+  }
+  md << "## Hit rate (%) vs capacity\n\n| policy |";
+  for (const KvSizing& k : sizes) md << " " << k.capacity_tokens << " tok |";
+  md << "\n| --- |";
+  for (size_t z = 0; z < sizes.size(); ++z) md << " ---: |";
+  md << "\n";
+  for (size_t p = 0; p < specs.size(); ++p) {
+    md << "| " << specs[p] << " |";
+    for (size_t i = 0; i < pairs.size(); ++i)
+      if (pairs[i].policy == p) md << " " << pct(results[i].cache.hit_rate) << " |";
+    md << "\n";
+  }
+  uint64_t refused = 0;
+  for (const PairResult& r : results) refused += r.cache.refused_requests;
+  if (refused)
+    md << "\nSome requests need more blocks than a pool holds; they can never run and are left out of that "
+          "pool's figures (column `refused`).\n";
+  if (need_future) md << "\nNote: " << belady_note << "\n";
+
+  const std::string out_dir = vm["out"].as<std::string>();
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw InputError("--out " + out_dir + ": cannot create the directory (" + ec.message() + ")");
+  write_file_atomic(out_dir + "/compare.json", j.dump(2) + "\n");
+  write_file_atomic(out_dir + "/compare.csv", csv.str());
+  write_file_atomic(out_dir + "/compare.md", md.str());
+  if (!vm.count("quiet"))
+    std::cout << "compare: " << pairs.size() << " runs (" << specs.size() << " policies x " << sizes.size()
+              << " sizes) of " << trace.size() << " requests; wrote " << out_dir << "/compare.{json,csv,md}\n";
+  return 0;
+}
+
+}  // namespace prefixsim::cli

@@ -1,0 +1,165 @@
+#include "sim/cli/replay_collector.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "sim/error.h"
+
+namespace prefixsim::cli {
+
+std::atomic<bool> g_interrupted{false};
+
+namespace {
+constexpr double kNsPerS = 1e9;
+}
+
+ReplayCollector::ReplayCollector(int32_t block_size, double interval_s, bool progress)
+    : block_size_(block_size), interval_s_(interval_s), show_progress_(progress) {
+  started_ = last_draw_ = std::chrono::steady_clock::now();
+}
+
+SeriesRow& ReplayCollector::row_at(double t_s) {
+  size_t i = static_cast<size_t>(t_s / interval_s_);
+  while (i >= kMaxRows) {  // coarsen: merge neighbours, double the interval
+    std::vector<SeriesRow> merged;
+    std::vector<double> p, o;
+    for (size_t k = 0; k < rows_.size(); k += 2) {
+      SeriesRow m = rows_[k];
+      double pt = row_prompt_tokens_[k], ot = row_output_tokens_[k];
+      if (k + 1 < rows_.size()) {
+        const SeriesRow& n = rows_[k + 1];
+        m.queried_tokens += n.queried_tokens;
+        m.hit_tokens += n.hit_tokens;
+        m.preemptions += n.preemptions;
+        m.finished += n.finished;
+        m.kv_usage = n.kv_usage;  // end-of-interval values come from the later half
+        m.waiting = n.waiting;
+        m.running = n.running;
+        pt += row_prompt_tokens_[k + 1];
+        ot += row_output_tokens_[k + 1];
+      }
+      m.start = static_cast<double>(merged.size()) * interval_s_ * 2;
+      merged.push_back(m);
+      p.push_back(pt);
+      o.push_back(ot);
+    }
+    rows_ = std::move(merged);
+    row_prompt_tokens_ = std::move(p);
+    row_output_tokens_ = std::move(o);
+    interval_s_ *= 2;
+    i = static_cast<size_t>(t_s / interval_s_);
+  }
+  while (rows_.size() <= i) {
+    SeriesRow r;
+    r.start = static_cast<double>(rows_.size()) * interval_s_;
+    if (!rows_.empty()) {  // an idle interval keeps the last state
+      r.kv_usage = rows_.back().kv_usage;
+      r.waiting = rows_.back().waiting;
+      r.running = rows_.back().running;
+    }
+    rows_.push_back(r);
+    row_prompt_tokens_.push_back(0);
+    row_output_tokens_.push_back(0);
+  }
+  return rows_[i];
+}
+
+void ReplayCollector::on_request_finished(const RequestRecord& r) {
+  ttft_.add(static_cast<double>(r.ttft()) / kNsPerS);
+  queue_.add(static_cast<double>(r.queueing()) / kNsPerS);
+  e2e_.add(static_cast<double>(r.e2e()) / kNsPerS);
+  if (r.output_tokens > 1) tpot_.add(r.tpot() / kNsPerS);
+  if (first_arrival_ < 0 || r.arrival < first_arrival_) first_arrival_ = r.arrival;
+  last_finish_ = std::max(last_finish_, r.finish);
+  queried_blocks_ += static_cast<uint64_t>((r.prompt_tokens + block_size_ - 1) / block_size_);
+  hit_blocks_ += static_cast<uint64_t>(r.hit_tokens / block_size_);
+  SeriesRow& at_admission = row_at(static_cast<double>(r.first_scheduled) / kNsPerS);
+  at_admission.queried_tokens += static_cast<uint64_t>(r.prompt_tokens);
+  at_admission.hit_tokens += static_cast<uint64_t>(r.hit_tokens);
+  row_at(static_cast<double>(r.finish) / kNsPerS).finished += 1;
+  ++finished_;
+}
+
+void ReplayCollector::on_step(const StepRecord& s) {
+  if (g_interrupted.load(std::memory_order_relaxed)) throw Interrupted{};
+  if (check_pool_) {
+    const std::string broken = check_pool_->check_invariants();
+    if (!broken.empty())
+      throw InternalError("block pool invariant violated after step " + std::to_string(s.index) + ": " + broken);
+  }
+  const double end_s = static_cast<double>(s.start + s.duration) / kNsPerS;
+  SeriesRow& row = row_at(end_s);
+  row.kv_usage = s.kv_usage;
+  row.waiting = s.waiting;
+  row.running = s.running;
+  row.preemptions += static_cast<uint64_t>(s.preempted);
+  const size_t i = static_cast<size_t>(end_s / interval_s_);
+  row_prompt_tokens_[i] += static_cast<double>(s.prefill_tokens);
+  row_output_tokens_[i] += static_cast<double>(s.decode_tokens);
+  const double d = static_cast<double>(s.duration);
+  usage_time_ += s.kv_usage * d;
+  busy_time_ += d;
+  usage_max_ = std::max(usage_max_, s.kv_usage);
+  if (show_progress_) progress(s);
+}
+
+void ReplayCollector::on_request_refused(const Request& r, const std::string& reason) {
+  if (refused_++ == 0) first_refusal_ = "request " + r.id + ": " + reason;
+}
+
+void ReplayCollector::progress(const StepRecord& s) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_draw_ < std::chrono::milliseconds(200)) return;
+  if (!drew_ && now - started_ < std::chrono::seconds(1)) return;  // short runs draw nothing
+  last_draw_ = now;
+  drew_ = true;
+  std::fprintf(stderr, "\rreplay: %llu requests finished, simulated %.1f s, %zu waiting, %zu running   ",
+               static_cast<unsigned long long>(finished_), static_cast<double>(s.start) / kNsPerS, s.waiting,
+               s.running);
+  std::fflush(stderr);
+}
+
+void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
+  if (drew_) std::fprintf(stderr, "\r%100s\r", "");
+  TimedResults t;
+  t.latency_ms.ttft = ttft_.summary_ms();
+  t.latency_ms.queue = queue_.summary_ms();
+  t.latency_ms.e2e = e2e_.summary_ms();
+  t.latency_ms.tpot = tpot_.summary_ms();
+  t.ttft_s = ttft_.prom_histogram();
+  t.queue_s = queue_.prom_histogram();
+  t.e2e_s = e2e_.prom_histogram();
+  t.tpot_s = tpot_.prom_histogram();
+  t.ttft_cdf_ms = ttft_.cdf_ms();
+  t.duration_s = first_arrival_ < 0 ? 0 : static_cast<double>(last_finish_ - first_arrival_) / kNsPerS;
+  if (t.duration_s > 0) {
+    t.throughput.requests_per_s = static_cast<double>(res.finished) / t.duration_s;
+    t.throughput.prompt_tokens_per_s = static_cast<double>(res.prompt_tokens) / t.duration_s;
+    t.throughput.output_tokens_per_s = static_cast<double>(res.output_tokens) / t.duration_s;
+  }
+  t.engine.steps = res.steps;
+  t.engine.preemptions = res.preemptions;
+  t.engine.kv_usage_mean = busy_time_ > 0 ? usage_time_ / busy_time_ : 0;
+  t.engine.kv_usage_max = usage_max_;
+  report.timed = std::move(t);
+
+  auto& pc = report.prefix_cache;
+  pc.queried_tokens = res.admitted_prompt_tokens;
+  pc.hit_tokens = res.admitted_hit_tokens;
+  pc.hit_rate = pc.queried_tokens ? static_cast<double>(pc.hit_tokens) / static_cast<double>(pc.queried_tokens)
+                                  : kNotAvailable;
+  pc.block_hit_rate =
+      queried_blocks_ ? static_cast<double>(hit_blocks_) / static_cast<double>(queried_blocks_) : kNotAvailable;
+  pc.lookups = {res.prefix_cache.requests,           res.prefix_cache.queries,
+                res.prefix_cache.hits,               res.prefix_cache.preempted_requests,
+                res.prefix_cache.preempted_queries,  res.prefix_cache.preempted_hits};
+
+  report.series_axis = "time_s";
+  report.series = rows_;
+  for (size_t i = 0; i < report.series.size(); ++i) {
+    report.series[i].prompt_tokens_per_s = row_prompt_tokens_[i] / interval_s_;
+    report.series[i].output_tokens_per_s = row_output_tokens_[i] / interval_s_;
+  }
+}
+
+}  // namespace prefixsim::cli

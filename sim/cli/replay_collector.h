@@ -1,0 +1,66 @@
+// Turns the engine's per-request and per-step records into a RunReport:
+// latency accumulators (bounded memory), the admission-based hit rate, KV
+// usage, and a time series whose interval doubles whenever it would exceed
+// kMaxRows, so memory stays bounded however long the trace.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "reports/run_report.h"
+#include "sim/engine.h"
+
+namespace prefixsim::cli {
+
+// Set by the SIGINT handler; the collector stops the run at the next step.
+extern std::atomic<bool> g_interrupted;
+
+// Thrown out of the engine when the user interrupts a run.
+struct Interrupted {};
+
+class ReplayCollector final : public EngineObserver {
+ public:
+  ReplayCollector(int32_t block_size, double interval_s, bool progress);
+
+  void on_request_finished(const RequestRecord& r) override;
+  void on_step(const StepRecord& s) override;
+  void on_request_refused(const Request& r, const std::string& reason) override;
+
+  // Fills the timed sections, the admission-based prefix figures and the series.
+  void fill(RunReport& report, const EngineResult& res) const;
+  // Verify the pool after every step (--check-invariants); InternalError on a violation.
+  void check_pool(const BlockPool* pool) { check_pool_ = pool; }
+  uint64_t refused() const { return refused_; }
+  const std::string& first_refusal() const { return first_refusal_; }
+
+ private:
+  static constexpr size_t kMaxRows = 1000;
+  SeriesRow& row_at(double t_s);
+  void progress(const StepRecord& s);
+
+  int32_t block_size_;
+  double interval_s_;
+  std::vector<SeriesRow> rows_;
+  std::vector<double> row_prompt_tokens_, row_output_tokens_;  // computed/produced, per row
+
+  LatencyAccumulator ttft_{vllm_ttft_buckets()};
+  LatencyAccumulator queue_{vllm_request_latency_buckets()};
+  LatencyAccumulator e2e_{vllm_request_latency_buckets()};
+  LatencyAccumulator tpot_{vllm_tpot_buckets()};
+
+  uint64_t queried_blocks_ = 0, hit_blocks_ = 0;
+  double usage_time_ = 0, busy_time_ = 0, usage_max_ = 0;
+  TimeNs first_arrival_ = -1, last_finish_ = 0;
+  uint64_t refused_ = 0;
+  std::string first_refusal_;
+
+  const BlockPool* check_pool_ = nullptr;
+  bool show_progress_;
+  uint64_t finished_ = 0;
+  std::chrono::steady_clock::time_point started_, last_draw_;
+  bool drew_ = false;
+};
+
+}  // namespace prefixsim::cli

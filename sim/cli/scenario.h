@@ -1,0 +1,56 @@
+// The resolved configuration of a replay: defaults, then a scenario YAML
+// (--config), then command-line flags, in that order of precedence. The
+// whole resolved scenario goes into report.json so a run can be repeated.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace prefixsim::cli {
+
+struct Scenario {
+  // Input: a trace, or a built-in workload (preset name or workload YAML).
+  std::string trace;                    // "" = the workload below
+  std::string workload = "chatbot";
+  std::optional<int64_t> requests;      // workload size, or the first N requests of a trace
+  std::optional<double> rate;           // workload arrival rate (req/s)
+  uint64_t seed = 1;
+  std::string format = "auto";
+  int32_t trace_block_size = 0;         // 0: the format's default
+  double conversation_rate = 1.0;       // kv-cache-tester conversations per second
+  bool sort = false;
+
+  std::string mode = "engine";          // engine | cache
+  std::string policy = "lru";
+  int32_t block_size = 16;
+
+  std::string model = "llama-3.1-8b";
+  std::string gpu = "h100-sxm-80gb";
+  double gpu_mem_util = 0.9;
+  int tp = 1;
+  std::optional<int64_t> kv_blocks;
+  std::optional<int64_t> kv_tokens;
+  std::optional<double> kv_gb;
+  std::string profile;                  // calibrated cost-model profile (JSON)
+
+  // vLLM scheduler settings (vLLM's defaults).
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 8192;
+  bool enable_chunked_prefill = true;
+  int64_t long_prefill_token_threshold = 0;
+
+  double series_interval_s = 1.0;       // time-series resolution (coarsened for long runs)
+  std::string out = "prefixsim-out";
+  bool check_invariants = false;
+};
+
+// Applies a scenario YAML file on top of `s`; unknown keys and bad values are
+// InputError "FILE:LINE: key: message".
+void load_scenario_yaml(const std::string& path, Scenario& s);
+// Checks ranges and combinations (InputError naming the flag).
+void validate(const Scenario& s);
+nlohmann::json to_json(const Scenario& s);
+
+}  // namespace prefixsim::cli

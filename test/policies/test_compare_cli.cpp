@@ -1,0 +1,94 @@
+// `prefixsim compare` end to end: the three outputs, identical whatever the
+// thread count, the belady gap, and one-line errors (exit 2) for bad usage.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "test/support.h"
+
+using prefixsim::test::read_file;
+using prefixsim::test::run_cli;
+using prefixsim::test::temp_dir;
+
+namespace {
+
+// A small Mooncake-style trace: 16-token hash ids, a few shared prefixes.
+std::string write_trace(const std::string& dir) {
+  const std::string path = dir + "/trace.jsonl";
+  std::ofstream out(path);
+  std::mt19937_64 rng(5);
+  uint64_t next_id = 1000;
+  for (int i = 0; i < 120; ++i) {
+    const int prefix = static_cast<int>(rng() % 4), own = 1 + static_cast<int>(rng() % 4);
+    std::string ids;
+    for (int k = 0; k < 2 + prefix; ++k) ids += (ids.empty() ? "" : ",") + std::to_string(prefix * 100 + k);
+    for (int k = 0; k < own; ++k) ids += "," + std::to_string(next_id++);
+    const int len = (2 + prefix + own) * 16 - static_cast<int>(rng() % 10);
+    out << "{\"timestamp\":" << i * 10 << ",\"input_length\":" << len << ",\"output_length\":" << rng() % 20
+        << ",\"hash_ids\":[" << ids << "]}\n";
+  }
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("compare writes json, csv and md, identical for any thread count", "[compare][cli]") {
+  const std::string dir = temp_dir("compare");
+  const std::string trace = write_trace(dir);
+  std::string outs[2];
+  for (int k = 0; k < 2; ++k) {
+    outs[k] = dir + "/out" + std::to_string(k);
+    const auto r = run_cli({"compare", trace, "--policies", "lru,lfu,s3fifo:small=0.2,promote=2,belady", "--kv-blocks",
+                            "12,30,80", "--block-size", "16", "--trace-block-size", "16", "--threads",
+                            k == 0 ? "1" : "3", "--out", outs[k], "--check-invariants"});
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+  }
+  for (const char* f : {"/compare.json", "/compare.csv", "/compare.md"})
+    REQUIRE(read_file(outs[0] + f) == read_file(outs[1] + f));
+  const auto j = nlohmann::json::parse(read_file(outs[0] + "/compare.json"));
+  REQUIRE(j["schema"] == "prefixsim.compare/1");
+  REQUIRE(j["results"].size() == 4 * 3);
+  for (const auto& r : j["results"]) {
+    for (const char* k : {"policy", "kv_blocks", "capacity_tokens", "hit_rate", "block_hit_rate", "evictions",
+                          "gap_to_belady"})
+      REQUIRE(r.contains(k));
+    REQUIRE(r["capacity_tokens"] == (r["kv_blocks"].get<int64_t>() - 1) * 16);
+    if (r["policy"] == "belady") REQUIRE(r["gap_to_belady"] == 0.0);
+  }
+  REQUIRE(j["results"][2]["policy"] == "s3fifo");
+  REQUIRE(j["results"][2]["spec"] == "s3fifo:small=0.2,promote=2");
+  // More blocks never lower lru's hit rate here (its curve is in the md).
+  REQUIRE(j["results"][8]["hit_rate"].get<double>() >= j["results"][0]["hit_rate"].get<double>());
+  REQUIRE(j["results"][8]["hit_rate"].get<double>() > 0);
+  const std::string md = read_file(outs[0] + "/compare.md");
+  REQUIRE(md.find("Hit rate (%) vs capacity") != std::string::npos);
+  REQUIRE(md.find("not a proven optimum") != std::string::npos);
+  REQUIRE(read_file(outs[0] + "/compare.csv").rfind("policy,spec,kv_blocks,capacity_tokens,hit_rate", 0) == 0);
+}
+
+TEST_CASE("compare rejects bad usage with a one-line message and exit 2", "[compare][cli]") {
+  const std::string dir = temp_dir("compare_bad");
+  const std::string trace = write_trace(dir);
+  struct Bad {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const Bad cases[] = {
+      {{"compare", trace, "--policies", "lru", "--kv-blocks", "20", "--mode", "engine"}, "--mode engine"},
+      {{"compare", trace, "--policies", "lru,nosuch", "--kv-blocks", "20"}, "unknown policy 'nosuch'"},
+      {{"compare", trace, "--policies", "lru"}, "exactly one of --kv-blocks"},
+      {{"compare", trace, "--policies", "lru", "--kv-blocks", "20,abc"}, "--kv-blocks: 'abc'"},
+      {{"compare", trace, "--policies", "lfu:half_life=x", "--kv-blocks", "20"}, "half_life"},
+      {{"compare", dir + "/missing.jsonl", "--policies", "lru", "--kv-blocks", "20"}, "missing.jsonl"},
+  };
+  for (const Bad& b : cases) {
+    const auto r = run_cli(b.args);
+    INFO(b.says << " -> " << r.err);
+    REQUIRE(r.rc == 2);
+    REQUIRE(r.err.find(b.says) != std::string::npos);
+    REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}

@@ -1,0 +1,63 @@
+#include "test/reports/sample_report.h"
+
+namespace prefixsim::test {
+
+RunReport sample_run_report(bool engine) {
+  RunReport r;
+  r.mode = engine ? "engine" : "cache";
+  r.tool_version = "0.1.0";
+  r.scenario = {{"model", "llama-3.1-8b"}, {"gpu", "h100-sxm-80gb"}, {"policy", "lru"},
+                {"block_size", 16},        {"kv_blocks", 4096},      {"notes", "a </script> in user data"}};
+  r.trace = {"traces/sample.jsonl", "native", 50, 51200, 6400};
+  r.kv_cache = {16, 4096, 131072, 65536};
+  r.prefix_cache.queried_tokens = 51200;
+  r.prefix_cache.hit_tokens = 30720;
+  r.prefix_cache.hit_rate = 0.6;
+  r.prefix_cache.block_hit_rate = 0.625;
+  r.prefix_cache.ideal_hit_rate = 0.7;
+  r.prefix_cache.evictions = 12;
+  r.prefix_cache.lookups = {52, 53248, 30800, 2, 2048, 1024};
+  if (engine) {
+    TimedResults t;
+    LatencyAccumulator ttft(vllm_ttft_buckets()), queue(vllm_request_latency_buckets()),
+        e2e(vllm_request_latency_buckets()), tpot(vllm_tpot_buckets());
+    for (int i = 0; i < 50; ++i) {
+      const double tt = (i + 1) / 256.0;  // about 3.9 ms .. 195 ms, exact in binary
+      ttft.add(tt);
+      queue.add(tt / 2);
+      e2e.add(tt + 1.0);
+      tpot.add(0.02);
+    }
+    t.latency_ms = {ttft.summary_ms(), queue.summary_ms(), e2e.summary_ms(), tpot.summary_ms()};
+    t.ttft_s = ttft.prom_histogram();
+    t.queue_s = queue.prom_histogram();
+    t.e2e_s = e2e.prom_histogram();
+    t.tpot_s = tpot.prom_histogram();
+    t.ttft_cdf_ms = ttft.cdf_ms(40);
+    t.throughput = {5.0, 5120.0, 640.0};
+    t.duration_s = 10.0;
+    t.engine = {400, 3, 0.42, 0.97};
+    r.timed = t;
+  } else {
+    r.series_axis = "request";
+  }
+  for (int i = 0; i < 20; ++i) {
+    SeriesRow s;
+    s.start = engine ? 0.5 * i : 2.5 * i;
+    s.queried_tokens = 2560;
+    s.hit_tokens = static_cast<uint64_t>(64 * (i + 10));
+    s.kv_usage = 0.2 + 0.03 * i;
+    s.waiting = static_cast<uint64_t>(20 - i);
+    s.running = static_cast<uint64_t>(5 + i % 4);
+    s.preemptions = i == 7 ? 3 : 0;
+    s.finished = 2;
+    s.prompt_tokens_per_s = 5120;
+    s.output_tokens_per_s = 640;
+    r.series.push_back(s);
+  }
+  r.series[3].queried_tokens = 0;  // an interval with nothing admitted: hit rate n/a
+  r.series[3].hit_tokens = 0;
+  return r;
+}
+
+}  // namespace prefixsim::test

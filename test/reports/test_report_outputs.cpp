@@ -1,0 +1,189 @@
+// The report model and its text writers: percentiles, the bounded-memory
+// accumulator, report.json's contract and determinism, series.csv and
+// metrics.prom.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "reports/outputs.h"
+#include "test/reports/sample_report.h"
+#include "test/support.h"
+
+using namespace prefixsim;
+
+TEST_CASE("summarize uses nearest-rank percentiles that are observed values", "[reports][latency]") {
+  std::vector<double> v;
+  for (int i = 100; i >= 1; --i) v.push_back(i);  // 1..100, unsorted on purpose
+  const LatencySummary s = summarize(v);
+  CHECK(s.count == 100);
+  CHECK(s.mean == 50.5);
+  CHECK(s.p50 == 50);
+  CHECK(s.p90 == 90);
+  CHECK(s.p95 == 95);
+  CHECK(s.p99 == 99);
+  CHECK(s.max == 100);
+  std::vector<double> three = {3, 1, 2};
+  const LatencySummary t = summarize(three);
+  CHECK(t.p50 == 2);  // ceil(0.5 * 3) = 2nd smallest
+  CHECK(t.p99 == 3);
+  std::vector<double> none;
+  CHECK(std::isnan(summarize(none).p50));
+}
+
+TEST_CASE("latency accumulator folds past its limit and stays within 0.3 percent", "[reports][latency]") {
+  LatencyAccumulator exact(vllm_ttft_buckets()), folded(vllm_ttft_buckets(), 1000);
+  std::vector<double> all;
+  for (int i = 0; i < 20000; ++i) {
+    const double v = 0.001 * (1 + (i * 7919) % 5000) * (1 + (i % 3));  // 1 ms .. 15 s, scrambled
+    exact.add(v);
+    folded.add(v);
+    all.push_back(v * 1000);
+  }
+  CHECK(exact.exact());
+  CHECK_FALSE(folded.exact());
+  const LatencySummary want = summarize(all), e = exact.summary_ms(), f = folded.summary_ms();
+  CHECK(e.p99 == want.p99);
+  CHECK(e.p50 == want.p50);
+  CHECK(f.max == want.max);
+  CHECK(f.mean == Approx(want.mean).epsilon(1e-12));
+  for (auto [got, ref] : {std::pair{f.p50, want.p50}, {f.p90, want.p90}, {f.p99, want.p99}})
+    CHECK(std::fabs(got - ref) / ref < 0.003);
+  CHECK(exact.prom_histogram().count == 20000);
+  CHECK(folded.prom_histogram().counts == exact.prom_histogram().counts);
+  const auto cdf = exact.cdf_ms(50);
+  REQUIRE(cdf.size() <= 50);
+  CHECK(cdf.front().value == *std::min_element(all.begin(), all.end()));
+  CHECK(cdf.back().fraction == 1.0);
+  for (size_t i = 1; i < cdf.size(); ++i) {
+    CHECK(cdf[i].value > cdf[i - 1].value);
+    CHECK(cdf[i].fraction > cdf[i - 1].fraction);
+  }
+}
+
+TEST_CASE("report.json is byte-identical for identical run reports", "[reports][json][determinism]") {
+  const std::string a = render_report_json(test::sample_run_report()), b = render_report_json(test::sample_run_report());
+  CHECK(a == b);
+  RunReport changed = test::sample_run_report();
+  changed.prefix_cache.hit_rate = 0.61;
+  CHECK(render_report_json(changed) != a);
+}
+
+TEST_CASE("report.json carries every contract key path of DESIGN.md", "[reports][json]") {
+  const auto j = nlohmann::json::parse(render_report_json(test::sample_run_report()));
+  CHECK(j["schema"] == "prefixsim.report/1");
+  for (const char* p :
+       {"/tool/name", "/tool/version", "/scenario/model", "/trace/path", "/trace/format", "/trace/requests",
+        "/trace/prompt_tokens", "/trace/output_tokens", "/kv_cache/block_size", "/kv_cache/num_blocks",
+        "/kv_cache/bytes_per_block", "/kv_cache/capacity_tokens", "/prefix_cache/queried_tokens",
+        "/prefix_cache/hit_tokens", "/prefix_cache/hit_rate", "/prefix_cache/block_hit_rate",
+        "/prefix_cache/ideal_hit_rate", "/prefix_cache/evictions", "/prefix_cache/lookups/queries",
+        "/prefix_cache/lookups/preempted_hits", "/latency_ms/ttft/p99", "/latency_ms/queue/mean", "/latency_ms/e2e/max",
+        "/latency_ms/tpot/p50", "/throughput/requests_per_s", "/throughput/prompt_tokens_per_s",
+        "/throughput/output_tokens_per_s", "/engine/steps", "/engine/preemptions", "/engine/kv_usage/mean",
+        "/engine/kv_usage/max"}) {
+    INFO(p);
+    CHECK(j.contains(nlohmann::json::json_pointer(p)));
+  }
+  CHECK(j["prefix_cache"]["hit_rate"] == 0.6);
+  CHECK(j["latency_ms"]["ttft"]["p50"] == 97.65625);  // nearest rank: the 25th of k/256 s
+  CHECK(j["prefix_cache"]["lookups"]["hit_rate"] == Approx(30800.0 / 53248.0));
+}
+
+TEST_CASE("a cache-mode report.json has null latency, throughput and engine sections", "[reports][json]") {
+  const auto j = nlohmann::json::parse(render_report_json(test::sample_run_report(false)));
+  CHECK(j["mode"] == "cache");
+  CHECK(j["latency_ms"].is_null());
+  CHECK(j["throughput"].is_null());
+  CHECK(j["engine"].is_null());
+  CHECK(j["prefix_cache"]["hit_rate"] == 0.6);
+  RunReport r = test::sample_run_report(false);
+  r.prefix_cache.ideal_hit_rate = kNotAvailable;
+  CHECK(nlohmann::json::parse(render_report_json(r))["prefix_cache"]["ideal_hit_rate"].is_null());
+}
+
+TEST_CASE("series.csv has one row per interval and leaves an unknown hit rate empty", "[reports][csv]") {
+  const std::string csv = render_series_csv(test::sample_run_report());
+  std::istringstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  CHECK(header.rfind("t_s,hit_rate,queried_tokens,hit_tokens,kv_usage,waiting,running,", 0) == 0);
+  std::vector<std::string> rows;
+  while (std::getline(in, line)) rows.push_back(line);
+  REQUIRE(rows.size() == 20);
+  CHECK(rows[0] == "0.0,0.25,2560,640,0.2,20,5,0,2,5120.0,640.0");
+  CHECK(rows[3].rfind("1.5,,0,0,", 0) == 0);
+  CHECK(render_series_csv(test::sample_run_report(false)).rfind("request,", 0) == 0);
+}
+
+TEST_CASE("metrics.prom exposes vLLM's names with cumulative histogram buckets, _sum and _count",
+          "[reports][prom]") {
+  const std::string prom = render_metrics_prom(test::sample_run_report());
+  auto has = [&](const std::string& s) { return prom.find(s) != std::string::npos; };
+  const std::string L = "{model_name=\"llama-3.1-8b\",engine=\"0\"";
+  CHECK(has("# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total" + L + "} 53248.0\n"));
+  CHECK(has("# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total" + L + "} 30800.0\n"));
+  CHECK(has("# TYPE vllm:num_preemptions_total counter\nvllm:num_preemptions_total" + L + "} 3.0\n"));
+  CHECK(has("# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc" + L + "} 0.42\n"));
+  CHECK(has("# TYPE vllm:num_requests_running gauge\n"));
+  CHECK(has("# TYPE vllm:num_requests_waiting gauge\n"));
+  CHECK(has("# TYPE vllm:time_to_first_token_seconds histogram\n"));
+  // TTFTs are k/256 s for k = 1..50: cumulative counts at vLLM's bounds.
+  const std::string B = "vllm:time_to_first_token_seconds_bucket" + L;
+  CHECK(has(B + ",le=\"0.001\"} 0.0\n"));
+  CHECK(has(B + ",le=\"0.005\"} 1.0\n"));
+  CHECK(has(B + ",le=\"0.01\"} 2.0\n"));
+  CHECK(has(B + ",le=\"0.1\"} 25.0\n"));
+  CHECK(has(B + ",le=\"0.25\"} 50.0\n"));
+  CHECK(has(B + ",le=\"2560.0\"} 50.0\n"));
+  CHECK(has(B + ",le=\"+Inf\"} 50.0\n"));
+  CHECK(has("vllm:time_to_first_token_seconds_count" + L + "} 50.0\n"));
+  CHECK(has("vllm:time_to_first_token_seconds_sum" + L + "} 4.98046875\n"));  // 1275 / 256
+  CHECK(has("# TYPE vllm:e2e_request_latency_seconds histogram\n"));
+  CHECK(has("# TYPE vllm:request_queue_time_seconds histogram\n"));
+  // Buckets never decrease.
+  std::istringstream in(prom);
+  std::string line;
+  double prev = -1;
+  while (std::getline(in, line)) {
+    if (line.rfind("vllm:time_to_first_token_seconds_bucket", 0) != 0) continue;
+    const double v = std::stod(line.substr(line.rfind(' ') + 1));
+    CHECK(v >= prev);
+    prev = v;
+  }
+  const std::string cache = render_metrics_prom(test::sample_run_report(false));
+  CHECK(cache.find("vllm:prefix_cache_queries_total") != std::string::npos);
+  CHECK(cache.find("time_to_first_token") == std::string::npos);
+}
+
+TEST_CASE("write_run_outputs writes all five files and leaves no temporary behind", "[reports][files]") {
+  const std::string dir = test::temp_dir("run-outputs") + "/nested/out";
+  write_run_outputs(dir, test::sample_run_report());
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"metrics.prom", "report.html", "report.json", "series.csv", "summary.md"});
+  CHECK(test::read_file(dir + "/report.json") == render_report_json(test::sample_run_report()));
+  const std::string md = test::read_file(dir + "/summary.md");
+  CHECK(md.find("| hit rate (tokens, at admission) | 60.00 % |") != std::string::npos);
+  CHECK(md.find("| TTFT |") != std::string::npos);
+}
+
+TEST_CASE("report.html is self-contained and keeps user data from closing its script", "[reports][html]") {
+  const std::string html = render_report_html(test::sample_run_report());
+  CHECK(html.find("Chart.js v3") != std::string::npos);   // inlined, not linked
+  CHECK(html.find("src=\"http") == std::string::npos);
+  CHECK(html.find("<script src") == std::string::npos);
+  CHECK(html.find("a </script> in user data") == std::string::npos);  // escaped in <pre> and in JSON
+  CHECK(html.find("a &lt;/script&gt; in user data") != std::string::npos);
+  CHECK(html == render_report_html(test::sample_run_report()));
+  nlohmann::json cmp = {{"results",
+                         {{{"policy", "lru"}, {"kv_blocks", 100}, {"capacity_tokens", 1600}, {"hit_rate", 0.3},
+                           {"block_hit_rate", 0.31}, {"evictions", 50}},
+                          {{"policy", "lfu"}, {"kv_blocks", 100}, {"capacity_tokens", 1600}, {"hit_rate", 0.35},
+                           {"block_hit_rate", 0.36}, {"evictions", 40}}}}};
+  const std::string c = render_compare_html(cmp);
+  CHECK(c.find("<td class=\"best\">35.00 %") != std::string::npos);
+  CHECK(c.find("<td>30.00 %") != std::string::npos);
+}

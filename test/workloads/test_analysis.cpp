@@ -1,0 +1,192 @@
+// `analyze` on traces small enough to compute by hand, and properties of the
+// LRU curve on generated workloads.
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "policies/registry.h"
+#include "traces/analysis.h"
+#include "workloads/workload.h"
+
+using namespace prefixsim;
+
+namespace {
+
+Request make(const std::string& id, double t_s, std::vector<int32_t> tokens) {
+  Request r;
+  r.id = id;
+  r.arrival = static_cast<TimeNs>(t_s * 1e9);
+  r.tokens = std::move(tokens);
+  r.prompt_len = static_cast<int64_t>(r.tokens.size());
+  r.output_len = 1;
+  return r;
+}
+
+std::vector<int32_t> iota_tokens(int32_t from, int32_t to) {
+  std::vector<int32_t> v;
+  for (int32_t i = from; i <= to; ++i) v.push_back(i);
+  return v;
+}
+
+std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Block size 4. A = [1..4], B = [5..8].
+//   r0 [1..10]          full A B,   max hit floor(9/4)=2:  0 hits (cold)
+//   r1 [1..8,20..24]    full A B C, max hit 3:             A B hit (8 tokens)
+//   r2 [1..8]           full A B,   max hit floor(7/4)=1:  A hits (4 tokens: last token recomputed)
+//   r3 [9,9,9,9,1..4]   full X Y:                          0 hits (X is a different first block)
+//   r4 [1..8,30..33]    full A B D, max hit floor(11/4)=2: A B hit (8 tokens)
+// prompt tokens 10+13+8+8+12 = 51, hit tokens 20; unique blocks A B C X Y D = 6;
+// prompt blocks 3+4+2+2+3 = 14, hit blocks 5.
+std::vector<Request> hand_trace() {
+  return {make("r0", 0, iota_tokens(1, 10)), make("r1", 1, cat(iota_tokens(1, 8), iota_tokens(20, 24))),
+          make("r2", 2, iota_tokens(1, 8)), make("r3", 3, cat({9, 9, 9, 9}, iota_tokens(1, 4))),
+          make("r4", 70, cat(iota_tokens(1, 8), iota_tokens(30, 33)))};
+}
+
+TraceAnalysis analyze(const std::vector<Request>& rs, PrefixAnalyzer* keep = nullptr) {
+  AnalysisOptions o;
+  o.block_size = 4;
+  o.window_s = 60;
+  if (keep) {
+    for (const Request& r : rs) keep->add(r);
+    return keep->finish();
+  }
+  PrefixAnalyzer an(o);
+  for (const Request& r : rs) an.add(r);
+  return an.finish();
+}
+
+}  // namespace
+
+TEST_CASE("analyze counts unique blocks and the ideal hit rate of a hand-computed trace", "[analysis]") {
+  const TraceAnalysis a = analyze(hand_trace());
+  CHECK(a.requests == 5);
+  CHECK(a.prompt_tokens == 51);
+  CHECK(a.unique_blocks == 6);
+  CHECK(a.ideal_hit_tokens == 20);
+  CHECK(a.ideal_hit_rate == Approx(20.0 / 51));
+  CHECK(a.prompt_blocks == 14);
+  CHECK(a.ideal_hit_blocks == 5);
+  CHECK(a.ideal_block_hit_rate == Approx(5.0 / 14));
+  CHECK(a.span_s == Approx(70));
+}
+
+TEST_CASE("analyze finds the hottest prefix with its depth, reuse and tokens saved", "[analysis]") {
+  const TraceAnalysis a = analyze(hand_trace());
+  // A is hit 3 times (saves 3 x 4 tokens), A-B twice (2 x 8 = 16): A-B ranks first.
+  REQUIRE(a.hottest.size() == 2);
+  CHECK(a.hottest[0].depth_blocks == 2);
+  CHECK(a.hottest[0].tokens == 8);
+  CHECK(a.hottest[0].reuse == 2);
+  CHECK(a.hottest[0].tokens_saved == 16);
+  CHECK(a.hottest[0].first_request == "r0");
+  CHECK(a.hottest[1].depth_blocks == 1);
+  CHECK(a.hottest[1].reuse == 3);
+  CHECK(a.hottest[1].tokens_saved == 12);
+}
+
+TEST_CASE("analyze reports reuse distances and working sets per window", "[analysis]") {
+  const TraceAnalysis a = analyze(hand_trace());
+  // Accesses: r0 A B (cold), r1 A B C, r2 A B, r3 X Y (cold), r4 A B D.
+  CHECK(a.block_accesses == 2 + 3 + 2 + 2 + 3);
+  CHECK(a.cold_accesses == 6);
+  // Recency after r0 is A, B (A most recent, block 0 last). r1: A at distance 0, B at 1.
+  // After r1: A C... order A,B,C from most recent: A=0,B=1,C=2. r2: A 0, B 1.
+  // After r3: X, Y, A, B, C. r4: A at 2, B at 3.
+  uint64_t total = 0;
+  for (uint64_t c : a.reuse_distance_log2) total += c;
+  CHECK(total == 6);
+  REQUIRE(a.reuse_distance_log2.size() == 3);
+  CHECK(a.reuse_distance_log2[0] == 2);  // d = 0: A in r1 and r2
+  CHECK(a.reuse_distance_log2[1] == 2);  // d = 1: B in r1 and r2
+  CHECK(a.reuse_distance_log2[2] == 2);  // d in 2..3: A and B in r4
+  // Windows of 60 s: r0..r3 in [0, 60), r4 in [60, 120).
+  REQUIRE(a.windows.size() == 2);
+  CHECK(a.windows[0].requests == 4);
+  CHECK(a.windows[0].blocks == 5);  // A B C X Y
+  CHECK(a.windows[1].start_s == 60);
+  CHECK(a.windows[1].blocks == 3);  // A B D
+}
+
+TEST_CASE("the LRU curve needs the stack distance of a prefix's deepest block", "[analysis][lru]") {
+  AnalysisOptions o;
+  o.block_size = 4;
+  o.targets = {0.1, 0.2, 0.5};
+  PrefixAnalyzer an(o);
+  const TraceAnalysis a = analyze(hand_trace(), &an);
+  // Running max of stack distances along each lookup: r1 A 0, B 1; r2 A 0;
+  // r4 A 2, B 3. A cache of C blocks hits those below C.
+  auto rate = [&](int64_t c) {
+    for (const CurvePoint& p : a.lru_curve)
+      if (p.cache_blocks == c) return p.hit_rate;
+    return -1.0;
+  };
+  CHECK(rate(1) == Approx(8.0 / 51));
+  CHECK(rate(2) == Approx(12.0 / 51));
+  CHECK(rate(4) == Approx(20.0 / 51));
+  REQUIRE(a.kv_budget.size() == 3);
+  CHECK(a.kv_budget[0].cache_blocks == 1);  // 10 % of 51 = 5.1 tokens <= 8
+  CHECK(a.kv_budget[1].cache_blocks == 2);  // 10.2 <= 12
+  CHECK(!a.kv_budget[2].cache_blocks);      // 50 % is above the ideal 39 %
+}
+
+TEST_CASE("the LRU curve is non-decreasing and reaches the ideal hit rate with room for every block",
+          "[analysis][lru]") {
+  for (const char* preset : {"chatbot", "rag", "multi-turn"}) {
+    INFO(preset);
+    WorkloadOverrides o;
+    o.requests = 400;
+    auto src = make_workload(preset, o);
+    AnalysisOptions opts;
+    const TraceAnalysis a = analyze_trace(*src, opts);
+    REQUIRE(!a.lru_curve.empty());
+    for (size_t i = 1; i < a.lru_curve.size(); ++i) CHECK(a.lru_curve[i].hit_rate >= a.lru_curve[i - 1].hit_rate);
+    CHECK(a.lru_curve.back().cache_blocks >= static_cast<int64_t>(a.unique_blocks));
+    CHECK(a.lru_curve.back().hit_rate == Approx(a.ideal_hit_rate));
+    // A budget that is reachable is no bigger than every block there is.
+    for (const BudgetPoint& b : a.kv_budget)
+      if (b.cache_blocks) CHECK(*b.cache_blocks <= static_cast<int64_t>(a.unique_blocks));
+  }
+}
+
+TEST_CASE("analyze's exact LRU check agrees with a separate LRU replay of the same requests", "[analysis][lru]") {
+  WorkloadOverrides o;
+  o.requests = 300;
+  AnalysisOptions opts;
+  opts.lru_num_blocks = 2000;
+  auto a_src = make_workload("code", o);
+  const TraceAnalysis a = analyze_trace(*a_src, opts, make_policy("lru"));
+  auto b_src = make_workload("code", o);
+  const LruCheck b = lru_hit_rate(*b_src, 16, 2000, make_policy("lru"));
+  REQUIRE(a.lru_check);
+  CHECK(a.lru_check->hit_tokens == b.hit_tokens);
+  CHECK(a.lru_check->prompt_tokens == b.prompt_tokens);
+  // With a bounded cache LRU cannot beat the unbounded ideal.
+  CHECK(b.hit_rate <= a.ideal_hit_rate + 1e-12);
+}
+
+TEST_CASE("the Graphviz drawing of the hottest subtree names its shared chain", "[analysis][graphviz]") {
+  AnalysisOptions o;
+  o.block_size = 4;
+  PrefixAnalyzer an(o);
+  analyze(hand_trace(), &an);
+  std::ostringstream dot;
+  an.write_graphviz(dot);
+  const std::string s = dot.str();
+  CHECK_THAT(s, Catch::StartsWith("digraph"));
+  CHECK_THAT(s, Catch::Contains("blocks 0 (tokens 0-3)\\nreuse 3"));
+  CHECK_THAT(s, Catch::Contains("blocks 1 (tokens 4-7)\\nreuse 2"));
+  CHECK_THAT(s, Catch::Contains("unshared continuation"));
+}
+
+TEST_CASE("analysis.json carries the contract keys", "[analysis]") {
+  const TraceAnalysis a = analyze(hand_trace());
+  const std::string j = analysis_json(a, "t.jsonl", "native");
+  for (const char* key : {"\"requests\": 5", "\"prompt_tokens\": 51", "\"unique_blocks\": 6", "\"ideal_hit_rate\"",
+                          "\"ideal_block_hit_rate\"", "\"hottest_prefixes\"", "\"kv_budget\"", "\"lru_curve\""})
+    CHECK_THAT(j, Catch::Contains(key));
+  CHECK_THAT(analysis_markdown(a, "t.jsonl", "native"), Catch::Contains("ideal hit rate (tokens) | 39.22 %"));
+}

@@ -1,0 +1,151 @@
+// `prefixsim analyze`: what a trace's prefix reuse looks like, independent of
+// any engine. One streaming pass (PrefixAnalyzer::add per request) gives
+//   - requests, tokens, unique full blocks;
+//   - the ideal hit rate with an unbounded cache, in tokens and in blocks,
+//     with vLLM's semantics: requests in order, only full blocks are cached,
+//     a lookup walks the prompt's full blocks from block 0 to the first miss
+//     and hits at most floor((len-1)/B) of them, and every full prompt block
+//     is inserted after the request;
+//   - the reuse (LRU stack) distance of every block access;
+//   - the working set (distinct blocks touched) per time window;
+//   - the prefix forest (one vertex per distinct block, edge parent -> child),
+//     as a Boost.Graph adjacency_list: the hottest prefixes and a Graphviz
+//     drawing of the hottest subtree;
+//   - a hit-rate-vs-capacity curve for LRU from stack distances, and from it
+//     the cache needed for target hit rates (see kLruCurveApproximation);
+//   - optionally, the exact hit rate of vLLM's LRU at one capacity, by
+//     replaying each request alone through KvCacheManager (lru_hit_rate).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/block_hash.h"
+#include "sim/eviction_policy.h"
+#include "sim/request.h"
+#include "sim/request_source.h"
+
+namespace prefixsim {
+
+// What the one-pass LRU curve assumes, for reports.
+inline constexpr const char* kLruCurveApproximation =
+    "Stack-distance LRU over full prompt blocks (Mattson's one-pass algorithm): requests are served one at a "
+    "time, a request's blocks become most recent in reverse order (block 0 last, as vLLM frees a block table "
+    "last to first), and a lookup hits block i at capacity C when every block 0..i has stack distance < C "
+    "(the prefix property of the hash chain). It differs from vLLM's free-queue LRU in that output blocks, "
+    "partial tail blocks and the running request's own blocks take no cache space, so it needs fewer blocks "
+    "than a real pool; the exact vLLM figure at one capacity is lru_check.";
+
+struct AnalysisOptions {
+  int32_t block_size = 16;
+  size_t top_k = 10;
+  double window_s = 60;                            // working-set window
+  std::vector<double> targets = {0.5, 0.8, 0.9, 0.95};  // hit rates to size the cache for
+  // When > 0, also replay through KvCacheManager with `lru_policy` on a pool
+  // of this many blocks (null block included).
+  int64_t lru_num_blocks = 0;
+};
+
+struct HotPrefix {
+  uint32_t depth_blocks = 0;   // length of the prefix in blocks
+  int64_t tokens = 0;          // depth_blocks * B
+  uint64_t reuse = 0;          // lookups that hit the whole prefix
+  int64_t tokens_saved = 0;    // reuse * tokens
+  std::string first_request;   // id of the request that first computed it
+  std::string hash;            // hex hash of its last block
+};
+
+struct WindowStat {
+  double start_s = 0;
+  uint64_t requests = 0;
+  uint64_t blocks = 0;  // distinct full prompt blocks touched in the window
+};
+
+struct CurvePoint {
+  int64_t cache_blocks = 0;
+  double hit_rate = 0;
+};
+
+struct BudgetPoint {
+  double target = 0;
+  std::optional<int64_t> cache_blocks;  // nullopt: above the ideal hit rate
+};
+
+struct LruCheck {
+  int64_t num_blocks = 0;        // pool size, null block included
+  uint64_t requests = 0;         // replayed
+  uint64_t refused = 0;          // larger than the whole pool: left out
+  int64_t prompt_tokens = 0;
+  int64_t hit_tokens = 0;
+  double hit_rate = 0;           // hit_tokens / prompt_tokens
+};
+
+struct TraceAnalysis {
+  int32_t block_size = 16;
+  uint64_t requests = 0;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  uint64_t prompt_blocks = 0;      // sum of ceil(len / B): the blocks lookups ask for
+  uint64_t block_accesses = 0;     // sum of floor(len / B): full blocks seen
+  uint64_t unique_blocks = 0;
+  int64_t ideal_hit_tokens = 0;
+  uint64_t ideal_hit_blocks = 0;
+  double ideal_hit_rate = 0;        // ideal_hit_tokens / prompt_tokens
+  double ideal_block_hit_rate = 0;  // ideal_hit_blocks / prompt_blocks
+  double span_s = 0;                // last arrival - first arrival
+
+  uint64_t cold_accesses = 0;                 // first access of a block
+  std::vector<uint64_t> reuse_distance_log2;  // [0]: d = 0; [k]: 2^(k-1) <= d < 2^k
+
+  double window_s = 60;
+  std::vector<WindowStat> windows;
+
+  std::vector<HotPrefix> hottest;
+  std::vector<CurvePoint> lru_curve;
+  std::vector<BudgetPoint> kv_budget;
+  std::optional<LruCheck> lru_check;
+};
+
+class PrefixAnalyzer {
+ public:
+  // `lru_policy` is needed only when opts.lru_num_blocks > 0 (e.g.
+  // make_policy("lru")); the analyzer does not depend on the registry.
+  explicit PrefixAnalyzer(const AnalysisOptions& opts, std::unique_ptr<EvictionPolicy> lru_policy = nullptr);
+  ~PrefixAnalyzer();
+  PrefixAnalyzer(const PrefixAnalyzer&) = delete;
+  PrefixAnalyzer& operator=(const PrefixAnalyzer&) = delete;
+
+  // Requests must come in arrival order.
+  void add(const Request& r);
+  // Builds the prefix forest and every figure. Call once, after the last add().
+  TraceAnalysis finish();
+  // The hottest subtree (rooted at the first block of the hottest prefix),
+  // blocks with at least one hit, unary chains of equal reuse drawn as one
+  // node. Valid after finish().
+  void write_graphviz(std::ostream& out, size_t max_nodes = 200) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Streams `src` through a PrefixAnalyzer.
+TraceAnalysis analyze_trace(RequestSource& src, const AnalysisOptions& opts,
+                            std::unique_ptr<EvictionPolicy> lru_policy = nullptr);
+
+// The simplest honest LRU check: every request alone, in order, through
+// KvCacheManager over a pool of num_blocks blocks with `policy`: lookup of
+// the prompt, allocation of prompt + output (output tokens from
+// Request::output_token, so blocks of re-sent outputs hit), free.
+LruCheck lru_hit_rate(RequestSource& src, int32_t block_size, int64_t num_blocks,
+                      std::unique_ptr<EvictionPolicy> policy);
+
+// analysis.json (schema prefixsim.analysis/1) and analysis.md.
+std::string analysis_json(const TraceAnalysis& a, const std::string& trace_path, const std::string& format);
+std::string analysis_markdown(const TraceAnalysis& a, const std::string& trace_path, const std::string& format);
+
+}  // namespace prefixsim

@@ -1,0 +1,246 @@
+#include "traces/byte_stream.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "sim/error.h"
+
+namespace prefixsim {
+namespace {
+
+constexpr size_t kChunk = 1 << 18;  // compressed input read per call
+
+// A file descriptor ("-" = stdin).
+class RawFile : public ByteStream {
+ public:
+  explicit RawFile(const std::string& path) : path_(path) {
+    if (path == "-") {
+      fd_ = 0;
+    } else {
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) throw InputError(path, 1, std::string("cannot open trace: ") + std::strerror(errno));
+    }
+  }
+  ~RawFile() override {
+    if (fd_ > 0) ::close(fd_);
+  }
+  RawFile(const RawFile&) = delete;
+  RawFile& operator=(const RawFile&) = delete;
+
+  size_t read(char* buf, size_t n) override {
+    for (;;) {
+      const ssize_t got = ::read(fd_, buf, n);
+      if (got >= 0) return static_cast<size_t>(got);
+      if (errno == EINTR) continue;
+      // EISDIR lands here too: a directory is not a JSONL trace.
+      throw InputError(path_, 1, std::string("cannot read trace: ") + std::strerror(errno));
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+class GzipStream : public ByteStream {
+ public:
+  GzipStream(std::unique_ptr<ByteStream> in, std::string path) : in_(std::move(in)), path_(std::move(path)), inbuf_(kChunk) {
+    std::memset(&z_, 0, sizeof z_);
+    if (inflateInit2(&z_, 15 + 32) != Z_OK) throw InternalError("zlib inflateInit2 failed");
+  }
+  ~GzipStream() override { inflateEnd(&z_); }
+  GzipStream(const GzipStream&) = delete;
+  GzipStream& operator=(const GzipStream&) = delete;
+  std::string_view compression() const override { return "gzip"; }
+
+  size_t read(char* buf, size_t n) override {
+    const auto want = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    z_.next_out = reinterpret_cast<Bytef*>(buf);
+    z_.avail_out = want;
+    while (z_.avail_out == want) {  // until some output, or the end
+      if (z_.avail_in == 0) {
+        const size_t got = in_->read(inbuf_.data(), inbuf_.size());
+        if (got == 0) {
+          if (!member_done_) throw InputError(path_, 1, "truncated gzip stream");
+          break;
+        }
+        z_.next_in = reinterpret_cast<Bytef*>(inbuf_.data());
+        z_.avail_in = static_cast<uInt>(got);
+      }
+      if (member_done_) {  // another gzip member follows (concatenated .gz)
+        inflateReset(&z_);
+        member_done_ = false;
+      }
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        member_done_ = true;
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        throw InputError(path_, 1, std::string("corrupt gzip stream: ") + (z_.msg ? z_.msg : "inflate error"));
+      }
+    }
+    return static_cast<size_t>(reinterpret_cast<char*>(z_.next_out) - buf);
+  }
+
+ private:
+  std::unique_ptr<ByteStream> in_;
+  std::string path_;
+  std::vector<char> inbuf_;
+  z_stream z_;
+  bool member_done_ = false;
+};
+
+class ZstdStream : public ByteStream {
+ public:
+  ZstdStream(std::unique_ptr<ByteStream> in, std::string path) : in_(std::move(in)), path_(std::move(path)), inbuf_(ZSTD_DStreamInSize()) {
+    dctx_ = ZSTD_createDCtx();
+    if (!dctx_) throw InternalError("ZSTD_createDCtx failed");
+  }
+  ~ZstdStream() override { ZSTD_freeDCtx(dctx_); }
+  ZstdStream(const ZstdStream&) = delete;
+  ZstdStream& operator=(const ZstdStream&) = delete;
+  std::string_view compression() const override { return "zstd"; }
+
+  size_t read(char* buf, size_t n) override {
+    ZSTD_outBuffer out{buf, n, 0};
+    while (out.pos == 0) {
+      if (in_pos_ == in_len_) {
+        in_len_ = in_->read(inbuf_.data(), inbuf_.size());
+        in_pos_ = 0;
+        if (in_len_ == 0) {
+          if (frame_open_) throw InputError(path_, 1, "truncated zstd stream");
+          break;
+        }
+      }
+      ZSTD_inBuffer in{inbuf_.data(), in_len_, in_pos_};
+      const size_t rc = ZSTD_decompressStream(dctx_, &out, &in);
+      in_pos_ = in.pos;
+      if (ZSTD_isError(rc))
+        throw InputError(path_, 1, std::string("corrupt zstd stream: ") + ZSTD_getErrorName(rc));
+      frame_open_ = rc != 0;  // 0: a frame ended exactly here
+    }
+    return out.pos;
+  }
+
+ private:
+  std::unique_ptr<ByteStream> in_;
+  std::string path_;
+  std::vector<char> inbuf_;
+  size_t in_pos_ = 0, in_len_ = 0;
+  ZSTD_DCtx* dctx_ = nullptr;
+  bool frame_open_ = false;
+};
+
+}  // namespace
+
+std::string_view PeekStream::peek(size_t n) {
+  while (peeked_.size() < n) {
+    char buf[4096];
+    const size_t got = in_->read(buf, std::min(sizeof buf, n - peeked_.size()));
+    if (got == 0) break;
+    peeked_.append(buf, got);
+  }
+  return std::string_view(peeked_).substr(0, n);
+}
+
+size_t PeekStream::read(char* buf, size_t n) {
+  if (pos_ < peeked_.size()) {
+    const size_t k = std::min(n, peeked_.size() - pos_);
+    std::memcpy(buf, peeked_.data() + pos_, k);
+    pos_ += k;
+    if (pos_ == peeked_.size()) std::string().swap(peeked_), pos_ = 0;
+    return k;
+  }
+  return in_->read(buf, n);
+}
+
+std::unique_ptr<PeekStream> open_raw(const std::string& path) {
+  return std::make_unique<PeekStream>(std::make_unique<RawFile>(path));
+}
+
+std::unique_ptr<PeekStream> decompressed(std::unique_ptr<PeekStream> raw, const std::string& path) {
+  const std::string_view magic = raw->peek(4);
+  if (magic.size() >= 2 && magic[0] == '\x1f' && magic[1] == '\x8b')
+    return std::make_unique<PeekStream>(std::make_unique<GzipStream>(std::move(raw), path));
+  if (magic == std::string_view("\x28\xb5\x2f\xfd", 4))
+    return std::make_unique<PeekStream>(std::make_unique<ZstdStream>(std::move(raw), path));
+  return raw;
+}
+
+std::unique_ptr<PeekStream> open_byte_stream(const std::string& path) { return decompressed(open_raw(path), path); }
+
+LineReader::LineReader(std::unique_ptr<ByteStream> in, size_t padding)
+    : in_(std::move(in)), padding_(padding), cap_(1 << 20) {
+  buf_ = std::make_unique<char[]>(cap_ + padding_);
+}
+
+bool LineReader::fill() {
+  if (eof_) return false;
+  if (begin_ > 0) {  // keep the unread tail, drop what was consumed
+    std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == cap_) {  // a line longer than the buffer: grow
+    const size_t cap = cap_ * 2;
+    auto bigger = std::make_unique<char[]>(cap + padding_);
+    std::memcpy(bigger.get(), buf_.get(), end_);
+    buf_ = std::move(bigger);
+    cap_ = cap;
+  }
+  const size_t got = in_->read(buf_.get() + end_, cap_ - end_);
+  if (got == 0) eof_ = true;
+  end_ += got;
+  return got > 0;
+}
+
+bool LineReader::next(std::string_view& line) {
+  size_t scanned = begin_;
+  for (;;) {
+    const void* nl = std::memchr(buf_.get() + scanned, '\n', end_ - scanned);
+    if (nl) {
+      const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - buf_.get());
+      size_t len = pos - begin_;
+      if (len > 0 && buf_[begin_ + len - 1] == '\r') --len;
+      line = std::string_view(buf_.get() + begin_, len);
+      last_ = begin_;
+      begin_ = pos + 1;
+      ++line_no_;
+      unterminated_ = false;
+      return true;
+    }
+    const size_t consumed = begin_;
+    scanned = end_;
+    if (!fill()) break;
+    scanned -= consumed;  // fill() moved the tail to the front
+  }
+  if (begin_ == end_) return false;
+  line = std::string_view(buf_.get() + begin_, end_ - begin_);
+  last_ = begin_;
+  begin_ = end_;
+  ++line_no_;
+  unterminated_ = true;
+  return true;
+}
+
+size_t LineReader::read_rest(char* buf, size_t n) {
+  if (begin_ < end_) {
+    const size_t k = std::min(n, end_ - begin_);
+    std::memcpy(buf, buf_.get() + begin_, k);
+    begin_ += k;
+    return k;
+  }
+  return eof_ ? 0 : in_->read(buf, n);
+}
+
+void LineReader::unread() {
+  begin_ = last_;
+  --line_no_;
+}
+
+}  // namespace prefixsim

@@ -1,0 +1,407 @@
+#include "traces/kvcache_tester.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <queue>
+#include <random>
+#include <vector>
+
+#include "sim/error.h"
+#include "traces/jsonl_source.h"
+
+namespace prefixsim {
+namespace {
+
+namespace fs = std::filesystem;
+using simdjson::dom::element;
+
+bool is_conversation_name(std::string_view name) {
+  for (std::string_view ext : {".json", ".json.gz", ".json.zst"})
+    if (name.size() > ext.size() && name.substr(name.size() - ext.size()) == ext) return true;
+  return false;
+}
+
+std::string base_name(const std::string& p) {
+  const size_t slash = p.find_last_of('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// Reads all of `in` into buf (with simdjson's padding after it); returns the size.
+size_t slurp(ByteStream& in, std::string& buf) {
+  size_t len = 0;
+  buf.resize(std::max<size_t>(buf.size(), 1 << 16));
+  for (;;) {
+    if (buf.size() - len < (1 << 16) + simdjson::SIMDJSON_PADDING) buf.resize(buf.size() * 2);
+    const size_t got = in.read(buf.data() + len, buf.size() - len - simdjson::SIMDJSON_PADDING);
+    if (got == 0) return len;
+    len += got;
+  }
+}
+
+// Conversation files in storage order. `name` names the file in messages
+// (FILE of "FILE:LINE"); the file's bytes land in `buf` (padded).
+class ConversationFiles {
+ public:
+  virtual ~ConversationFiles() = default;
+  virtual bool next(std::string& name, std::string& buf, size_t& len) = 0;
+};
+
+class FolderFiles final : public ConversationFiles {
+ public:
+  explicit FolderFiles(const std::string& dir) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file() && is_conversation_name(it->path().filename().string()))
+        paths_.push_back(it->path().string());
+    if (ec) throw InputError(dir, 1, "cannot read folder: " + ec.message());
+    std::sort(paths_.begin(), paths_.end());
+  }
+  bool next(std::string& name, std::string& buf, size_t& len) override {
+    if (next_ == paths_.size()) return false;
+    name = paths_[next_++];
+    len = slurp(*open_byte_stream(name), buf);
+    return true;
+  }
+
+ private:
+  std::vector<std::string> paths_;  // one short string per file, not per request
+  size_t next_ = 0;
+};
+
+class TarFiles final : public ConversationFiles {
+ public:
+  TarFiles(std::string path, std::unique_ptr<ByteStream> in) : path_(std::move(path)), in_(std::move(in)) {
+    a_ = archive_read_new();
+    archive_read_support_filter_all(a_);
+    archive_read_support_format_tar(a_);
+    if (archive_read_open(a_, this, nullptr, &TarFiles::read_cb, nullptr) != ARCHIVE_OK) fail("cannot open archive");
+  }
+  ~TarFiles() override { archive_read_free(a_); }
+  TarFiles(const TarFiles&) = delete;
+  TarFiles& operator=(const TarFiles&) = delete;
+
+  bool next(std::string& name, std::string& buf, size_t& len) override {
+    archive_entry* e = nullptr;
+    for (;;) {
+      const int rc = archive_read_next_header(a_, &e);
+      if (rc == ARCHIVE_EOF) return false;
+      if (rc < ARCHIVE_WARN) fail("corrupt archive");
+      const std::string member = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
+      if (archive_entry_filetype(e) == AE_IFREG && is_conversation_name(member)) {
+        name = path_ + "/" + member;
+        break;
+      }
+    }
+    if (name.ends_with(".gz") || name.ends_with(".zst"))
+      throw InputError(name, 1, "compressed members inside an archive are not supported; compress the archive instead");
+    // Room for the whole member at once (its size is in the header), so the
+    // buffer is not doubled past it.
+    const auto size = static_cast<size_t>(std::max<la_int64_t>(archive_entry_size(e), 0));
+    buf.resize(std::max(buf.size(), size + (1 << 16) + simdjson::SIMDJSON_PADDING));
+    len = 0;
+    for (;;) {
+      if (buf.size() - len < (1 << 16) + simdjson::SIMDJSON_PADDING) buf.resize(buf.size() * 2);
+      const la_ssize_t got = archive_read_data(a_, buf.data() + len, buf.size() - len - simdjson::SIMDJSON_PADDING);
+      if (got < 0) fail("corrupt archive member " + name);
+      if (got == 0) break;
+      len += static_cast<size_t>(got);
+    }
+    return true;
+  }
+
+ private:
+  // libarchive pulls bytes through this C callback; an exception must not
+  // cross it, so it is kept and rethrown once libarchive returns.
+  static la_ssize_t read_cb(archive* a, void* self_, const void** out) {
+    auto* self = static_cast<TarFiles*>(self_);
+    try {
+      const size_t got = self->in_->read(self->chunk_.data(), self->chunk_.size());
+      *out = self->chunk_.data();
+      return static_cast<la_ssize_t>(got);
+    } catch (...) {
+      self->error_ = std::current_exception();
+      archive_set_error(a, EIO, "read error");
+      return -1;
+    }
+  }
+  [[noreturn]] void fail(const std::string& what) {
+    if (error_) std::rethrow_exception(error_);
+    const char* why = archive_error_string(a_);
+    throw InputError(path_, 1, what + (why ? std::string(": ") + why : std::string()));
+  }
+
+  std::string path_;
+  std::unique_ptr<ByteStream> in_;
+  std::vector<char> chunk_ = std::vector<char>(1 << 18);
+  archive* a_ = nullptr;
+  std::exception_ptr error_;
+};
+
+class SingleFile final : public ConversationFiles {
+ public:
+  SingleFile(std::string path, std::unique_ptr<ByteStream> in) : path_(std::move(path)), in_(std::move(in)) {}
+  bool next(std::string& name, std::string& buf, size_t& len) override {
+    if (!in_) return false;
+    name = path_;
+    len = slurp(*in_, buf);
+    in_.reset();
+    return true;
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<ByteStream> in_;
+};
+
+// One request of a conversation, delta-encoded against the one before it.
+struct ConvRequest {
+  TimeNs t = 0;          // offset from the conversation's start
+  int64_t in = 0;        // prompt tokens
+  int64_t out = 0;       // output tokens
+  uint32_t seq = 0;      // position in the file (request id)
+  uint32_t shared = 0;   // leading ids equal to the previous request's
+  uint32_t begin = 0;    // its other ids: pool[begin, begin + count)
+  uint32_t count = 0;
+};
+
+struct Conversation {
+  std::string session;  // the file name
+  std::string id;       // the file's "id" (or its name): request ids are id#seq
+  TimeNs start = 0;
+  int32_t block_size = 64;
+  std::vector<ConvRequest> reqs;
+  std::vector<uint64_t> pool;
+  std::vector<uint64_t> cur;  // ids of the request last emitted
+  size_t next = 0;
+};
+
+// A request of the file before sorting: its ids still point into the DOM.
+struct RawRequest {
+  TimeNs t;
+  int64_t in, out;
+  uint32_t seq;
+  simdjson::dom::array ids;
+  std::string at;  // "requests[3].requests[1]", for messages
+};
+
+constexpr uint64_t kTailBit = 1ULL << 63;
+constexpr int kFileShift = 40;
+
+class KvCacheTesterSource final : public RequestSource {
+ public:
+  KvCacheTesterSource(std::string path, std::unique_ptr<ConversationFiles> files, const TraceOptions& opts)
+      : path_(std::move(path)), files_(std::move(files)), opts_(opts), rng_(opts.seed) {}
+
+  std::string format() const override { return "kvcache-tester"; }
+  std::string origin() const override { return path_; }
+
+  bool next(Request& out) override {
+    while (!files_done_ && (heap_.empty() || next_start_ < heap_.top().arrival)) load_next();
+    if (heap_.empty()) {
+      if (loaded_ == 0) throw InputError(path_, 1, "empty trace: no conversation files (*.json)");
+      if (emitted_ == 0) throw InputError(path_, 1, "empty trace: the conversations hold no requests");
+      return false;
+    }
+    const Pending p = heap_.top();
+    heap_.pop();
+    Conversation& c = *convs_[p.conv];
+    const ConvRequest& r = c.reqs[c.next++];
+    c.cur.resize(r.shared);
+    c.cur.insert(c.cur.end(), c.pool.begin() + r.begin, c.pool.begin() + r.begin + r.count);
+    out.clear();
+    out.id = c.id + "#" + std::to_string(r.seq);
+    out.arrival = p.arrival;
+    out.hash_ids.assign(c.cur.begin(), c.cur.end());
+    out.trace_block_size = c.block_size;
+    out.prompt_len = r.in;
+    out.output_len = r.out;
+    out.session = c.session;
+    ++emitted_;
+    if (c.next < c.reqs.size())
+      heap_.push({c.start + c.reqs[c.next].t, p.conv});
+    else
+      convs_[p.conv].reset();  // finished: free it
+    return true;
+  }
+
+ private:
+  struct Pending {
+    TimeNs arrival;
+    uint32_t conv;
+    // min-heap on (arrival, conversation): ties go to the earlier conversation
+    bool operator>(const Pending& o) const { return arrival != o.arrival ? arrival > o.arrival : conv > o.conv; }
+  };
+
+  void load_next() {
+    std::string name;
+    size_t len = 0;
+    if (!files_->next(name, buf_, len)) {
+      files_done_ = true;
+      return;
+    }
+    const uint32_t k = static_cast<uint32_t>(loaded_++);
+    if (k + 1 >= (1u << 22)) throw InputError(name, 1, "too many conversation files (more than 4 million)");
+    auto c = std::make_unique<Conversation>();
+    c->start = next_start_;
+    parse(name, len, k, *c);
+    // The next conversation starts an exponential gap later (Poisson process).
+    const double u = (static_cast<double>(rng_() >> 11) + 0.5) * 0x1.0p-53;
+    start_s_ += -std::log(u) / opts_.conversation_rate;
+    next_start_ = static_cast<TimeNs>(std::llround(start_s_ * 1e9));
+    if (c->reqs.empty()) return;
+    heap_.push({c->start + c->reqs[0].t, k});
+    if (convs_.size() <= k) convs_.resize(k + 1);
+    convs_[k] = std::move(c);
+  }
+
+  void parse(const std::string& name, size_t len, uint32_t k, Conversation& c) {
+    const JsonFields f(name, 1);
+    element doc;
+    if (const auto err = parser_.parse(buf_.data(), len, false).get(doc))
+      f.fail(std::string("invalid JSON: ") + simdjson::error_message(err));
+    simdjson::dom::object top;
+    if (doc.get_object().get(top)) f.fail("expected a JSON object (one conversation)");
+    c.session = base_name(name);
+    c.id = c.session.substr(0, c.session.find('.'));
+    bool global = false, have_requests = false;
+    c.block_size = opts_.trace_block_size > 0 ? opts_.trace_block_size : 64;
+    simdjson::dom::array requests;
+    // Other top-level keys (models, tool_tokens, system_tokens, totals) are
+    // descriptive metadata that no simulation result depends on.
+    for (auto field : top) {
+      const std::string_view key = field.key;
+      if (key == "id") {
+        c.id = std::string(f.get_string(field.value, key));
+      } else if (key == "block_size") {
+        const auto bs = static_cast<int32_t>(f.get_int(field.value, key, 1, 1 << 20));
+        if (opts_.trace_block_size > 0 && bs != opts_.trace_block_size)
+          f.fail("field \"block_size\" is " + std::to_string(bs) + " but --trace-block-size is " +
+                 std::to_string(opts_.trace_block_size));
+        c.block_size = bs;
+      } else if (key == "hash_id_scope") {
+        const std::string_view scope = f.get_string(field.value, key);
+        if (scope != "local" && scope != "global")
+          f.fail("field \"hash_id_scope\": expected \"local\" or \"global\", got \"" + std::string(scope) + "\"");
+        global = scope == "global";
+      } else if (key == "requests") {
+        requests = f.get_array(field.value, key);
+        have_requests = true;
+      }
+    }
+    if (!have_requests) f.fail("missing field \"requests\" (not a kv-cache-tester conversation)");
+    raw_.clear();
+    uint32_t seq = 0;
+    collect(f, requests, "requests", 0.0, c.block_size, seq);
+    std::stable_sort(raw_.begin(), raw_.end(), [](const RawRequest& a, const RawRequest& b) { return a.t < b.t; });
+
+    const uint64_t file_ns = static_cast<uint64_t>(k + 1) << kFileShift;
+    prev_.clear();
+    for (const RawRequest& r : raw_) {
+      ids_.clear();
+      for (element x : r.ids) {
+        uint64_t id = 0;
+        if (x.get_uint64().get(id))
+          f.fail("field \"" + r.at + ".hash_ids[" + std::to_string(ids_.size()) + "]\": expected a non-negative integer");
+        if (id >= (global ? kTailBit : (1ULL << kFileShift)))
+          f.fail("field \"" + r.at + ".hash_ids[" + std::to_string(ids_.size()) + "]\": " + std::to_string(id) +
+                 (global ? " is too large (limit 2^63)" : " is too large to namespace by file (limit 2^40)"));
+        ids_.push_back(global ? id : (file_ns | id));
+      }
+      const int64_t full = r.in / c.block_size;
+      if (static_cast<int64_t>(ids_.size()) == full && r.in % c.block_size != 0)
+        ids_.push_back(kTailBit | file_ns | r.seq);  // the unknown tail: unique
+      size_t shared = 0;
+      while (shared < ids_.size() && shared < prev_.size() && ids_[shared] == prev_[shared]) ++shared;
+      c.reqs.push_back({r.t, r.in, r.out, r.seq, static_cast<uint32_t>(shared), static_cast<uint32_t>(c.pool.size()),
+                        static_cast<uint32_t>(ids_.size() - shared)});
+      c.pool.insert(c.pool.end(), ids_.begin() + static_cast<std::ptrdiff_t>(shared), ids_.end());
+      prev_.swap(ids_);
+    }
+    if (c.pool.size() >= (1ULL << 32)) f.fail("conversation too large (over 2^32 distinct ids)");
+    c.pool.shrink_to_fit();
+  }
+
+  // Gathers the requests of `arr` (recursing into subagents, whose nested
+  // requests are timed from the subagent's start `base` + its t).
+  void collect(const JsonFields& f, simdjson::dom::array arr, const std::string& where, double base, int64_t bs,
+               uint32_t& seq) {
+    size_t i = 0;
+    for (element item : arr) {
+      const std::string at = where + "[" + std::to_string(i++) + "]";
+      simdjson::dom::object o;
+      if (item.get_object().get(o)) f.fail(at + ": expected an object");
+      double t = -1;
+      int64_t in = -1, out = -1;
+      bool subagent = false, have_ids = false;
+      simdjson::dom::array ids, nested;
+      bool have_nested = false;
+      for (auto field : o) {
+        const std::string_view key = field.key;
+        if (key == "t") t = f.get_nonneg_number(field.value, at + ".t");
+        else if (key == "in") in = f.get_int(field.value, at + ".in", 1, kMaxTokens);
+        else if (key == "out") out = f.get_int(field.value, at + ".out", 0, kMaxTokens);
+        else if (key == "hash_ids") ids = f.get_array(field.value, at + ".hash_ids"), have_ids = true;
+        else if (key == "type") subagent = f.get_string(field.value, at + ".type") == "subagent";
+        else if (key == "requests") nested = f.get_array(field.value, at + ".requests"), have_nested = true;
+      }
+      if (t < 0) f.fail("missing field \"" + at + ".t\"");
+      if (t > 9.2e9) f.fail("field \"" + at + ".t\": absurdly late");
+      if (subagent) {
+        if (!have_nested) f.fail("missing field \"" + at + ".requests\" of a subagent");
+        collect(f, nested, at + ".requests", base + t, bs, seq);
+        continue;
+      }
+      if (in < 0) f.fail("missing field \"" + at + ".in\"");
+      if (out < 0) f.fail("missing field \"" + at + ".out\"");
+      if (!have_ids) f.fail("missing field \"" + at + ".hash_ids\"");
+      const size_t n = ids.size();  // O(1); the ids themselves are checked in parse()
+      // The ids cover the full blocks, and the partial tail only sometimes.
+      const int64_t full = in / bs, all = (in + bs - 1) / bs;
+      if (static_cast<int64_t>(n) != full && static_cast<int64_t>(n) != all)
+        f.fail("field \"" + at + ".hash_ids\" has " + std::to_string(n) + " ids but \"in\" = " + std::to_string(in) +
+               " tokens needs " + std::to_string(full) + " (full " + std::to_string(bs) + "-token blocks) or " +
+               std::to_string(all));
+      raw_.push_back({static_cast<TimeNs>(std::llround((base + t) * 1e9)), in, out, seq++, ids, at});
+    }
+  }
+
+  std::string path_;
+  std::unique_ptr<ConversationFiles> files_;
+  TraceOptions opts_;
+  std::mt19937_64 rng_;
+  simdjson::dom::parser parser_;
+  std::string buf_;  // the file being parsed
+  std::vector<RawRequest> raw_;
+  std::vector<uint64_t> ids_, prev_;
+  std::vector<std::unique_ptr<Conversation>> convs_;  // by load order; null once finished
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> heap_;  // one per live conversation
+  double start_s_ = 0;
+  TimeNs next_start_ = 0;
+  bool files_done_ = false;
+  size_t loaded_ = 0;
+  uint64_t emitted_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<RequestSource> open_kvcache_folder(const std::string& path, const TraceOptions& opts) {
+  return std::make_unique<KvCacheTesterSource>(path, std::make_unique<FolderFiles>(path), opts);
+}
+
+std::unique_ptr<RequestSource> open_kvcache_tar(const std::string& path, std::unique_ptr<ByteStream> bytes,
+                                                const TraceOptions& opts) {
+  return std::make_unique<KvCacheTesterSource>(path, std::make_unique<TarFiles>(path, std::move(bytes)), opts);
+}
+
+std::unique_ptr<RequestSource> open_kvcache_file(const std::string& path, std::unique_ptr<ByteStream> bytes,
+                                                 const TraceOptions& opts) {
+  return std::make_unique<KvCacheTesterSource>(path, std::make_unique<SingleFile>(path, std::move(bytes)), opts);
+}
+
+}  // namespace prefixsim

@@ -1,0 +1,42 @@
+// Opening a trace: detects its format and compression from its content and
+// returns a streaming RequestSource (requests in arrival order, read lazily).
+//
+// Formats (DESIGN.md "File formats", ../shared/traces/README.md):
+//   native          our JSONL: id, t (s), tokens | hash_ids (+block_size,
+//                   prompt_len), output_len, output_tokens, session, salt,
+//                   lora, mm
+//   mooncake        JSONL: timestamp (ms), input_length, output_length,
+//                   hash_ids of trace_block_size-token blocks (512)
+//   kvcache-tester  a folder or tar archive of per-conversation JSON files
+//                   (64-token hash ids local to each file), or one such file
+// Any JSONL or single file may be gzip- or zstd-compressed; a tar may be
+// compressed with anything libarchive reads (xz, gzip, zstd, bzip2).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sim/request_source.h"
+
+namespace prefixsim {
+
+struct TraceOptions {
+  std::string format = "auto";   // auto | native | mooncake | kvcache-tester
+  int32_t trace_block_size = 0;  // 0 = the format's default: 512 for Mooncake, 64 for kv-cache-tester
+  double conversation_rate = 1.0;  // conversations per second (kv-cache-tester)
+  uint64_t seed = 1;             // conversation start times (kv-cache-tester)
+  // Accept JSONL whose timestamps go backwards by sorting it (stably) by
+  // arrival. This buffers the whole trace in memory: it is not streaming.
+  bool sort = false;
+};
+
+// Opens `path` ("-" = stdin). Throws InputError ("FILE:LINE: message") for
+// an unreadable or empty file, an unknown format, or bad options; bad data
+// further in throws from the source's next().
+std::unique_ptr<RequestSource> open_trace(const std::string& path, const TraceOptions& opts);
+
+// The format names open_trace accepts in TraceOptions::format.
+inline constexpr const char* kTraceFormats = "auto, native, mooncake, kvcache-tester";
+
+}  // namespace prefixsim
