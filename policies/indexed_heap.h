@@ -25,46 +25,49 @@ class IndexedHeap {
     heap_.clear();
     heap_.reserve(static_cast<size_t>(num_blocks));
     pos_.assign(static_cast<size_t>(num_blocks), -1);
-    key_.assign(static_cast<size_t>(num_blocks), HeapKey{});
   }
   bool empty() const { return heap_.empty(); }
   int32_t size() const { return static_cast<int32_t>(heap_.size()); }
   bool contains(BlockId b) const { return pos_[b] >= 0; }
-  BlockId top() const { return heap_.front(); }
-  const HeapKey& key(BlockId b) const { return key_[b]; }
+  BlockId top() const { return heap_.front().block; }
+  // Key of a block in the heap.
+  const HeapKey& key(BlockId b) const { return heap_[static_cast<size_t>(pos_[b])].key; }
 
   void push(BlockId b, HeapKey k) {
-    key_[b] = k;
     pos_[b] = static_cast<int32_t>(heap_.size());
-    heap_.push_back(b);
+    heap_.push_back({k, b});
     sift_up(pos_[b]);
   }
   BlockId pop() {
-    const BlockId b = heap_.front();
+    const BlockId b = heap_.front().block;
     erase(b);
     return b;
   }
   void erase(BlockId b) {
     const int32_t i = pos_[b];
-    const BlockId last = heap_.back();
+    const Entry last = heap_.back();
     heap_.pop_back();
     pos_[b] = -1;
-    if (last == b) return;
+    if (last.block == b) return;
     heap_[static_cast<size_t>(i)] = last;
-    pos_[last] = i;
+    pos_[last.block] = i;
     sift_up(i);
-    sift_down(pos_[last]);
+    sift_down(pos_[last.block]);
   }
-  size_t bytes() const {
-    return heap_.capacity() * sizeof(BlockId) + pos_.capacity() * sizeof(int32_t) + key_.capacity() * sizeof(HeapKey);
-  }
+  size_t bytes() const { return heap_.capacity() * sizeof(Entry) + pos_.capacity() * sizeof(int32_t); }
 
  private:
-  bool less(int32_t i, int32_t j) const { return key_[heap_[static_cast<size_t>(i)]] < key_[heap_[static_cast<size_t>(j)]]; }
+  // Keys live in the heap array itself: sifting compares neighbours without
+  // chasing block ids into another vector (fewer cache misses).
+  struct Entry {
+    HeapKey key;
+    BlockId block;
+  };
+  bool less(int32_t i, int32_t j) const { return heap_[static_cast<size_t>(i)].key < heap_[static_cast<size_t>(j)].key; }
   void swap_at(int32_t i, int32_t j) {
     std::swap(heap_[static_cast<size_t>(i)], heap_[static_cast<size_t>(j)]);
-    pos_[heap_[static_cast<size_t>(i)]] = i;
-    pos_[heap_[static_cast<size_t>(j)]] = j;
+    pos_[heap_[static_cast<size_t>(i)].block] = i;
+    pos_[heap_[static_cast<size_t>(j)].block] = j;
   }
   void sift_up(int32_t i) {
     while (i > 0) {
@@ -87,9 +90,8 @@ class IndexedHeap {
     }
   }
 
-  std::vector<BlockId> heap_;
-  std::vector<int32_t> pos_;
-  std::vector<HeapKey> key_;
+  std::vector<Entry> heap_;
+  std::vector<int32_t> pos_;  // index in heap_, or -1
 };
 
 }  // namespace prefixsim

@@ -106,9 +106,11 @@ const std::vector<PolicyInfo>& policy_registry() {
        }},
       {"sieve", {}, "SIEVE: FIFO queue, visited bit, a hand that keeps survivors in place",
        [](PolicyParams&, const PolicyContext&) { return std::make_unique<SievePolicy>(); }},
-      {"tinylfu", {}, "LRU behind a Count-Min-sketch admission filter (TinyLFU); sample=10 (window = sample x cache)",
+      {"tinylfu", {"w-tinylfu"}, "W-TinyLFU: LRU window, then a Count-Min-sketch admission test into main LRU; "
+       "window=0.01,sample=10",
        [](PolicyParams& p, const PolicyContext&) {
-         return std::make_unique<TinyLfuPolicy>(static_cast<int64_t>(in_range(p, "tinylfu", "sample", 10, 1, 1e6)));
+         const auto sample = static_cast<int64_t>(in_range(p, "tinylfu", "sample", 10, 1, 1e6));
+         return std::make_unique<TinyLfuPolicy>(sample, in_range(p, "tinylfu", "window", 0.01, 0.0, 1.0));
        }},
       {"leaf-first", {"sglang"}, "SGLang radix-tree eviction: only blocks without cached descendants, LRU among them",
        [](PolicyParams&, const PolicyContext&) { return std::make_unique<LeafFirstPolicy>(); }},

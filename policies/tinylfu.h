@@ -1,16 +1,17 @@
-// tinylfu: an LRU cache behind the TinyLFU admission filter (Einziger,
-// Friedman, Manes, "TinyLFU: A Highly Efficient Cache Admission Policy", ACM
-// TOS 2017). Every access of a block hash is counted in a Count-Min sketch
-// (4 rows of saturating 4-bit counters) whose counters are halved every W
-// accesses (W = sample x cache size, default 10), so it estimates recent
-// frequency in a few bits per block. New content is admitted only if its
-// estimate beats that of the block LRU would evict next.
+// tinylfu: W-TinyLFU, an LRU cache behind the TinyLFU admission filter
+// (Einziger, Friedman, Manes, "TinyLFU: A Highly Efficient Cache Admission
+// Policy", ACM TOS 2017, section 4.3 and Caffeine's design). Every access of
+// a block hash is counted in a Count-Min sketch (4 rows of saturating 4-bit
+// counters) whose counters are halved every W accesses (W = sample x cache
+// size, default 10): recent frequency in a few bits per block. New content
+// enters a small LRU window (window=0.01 of the cache); a block leaving the
+// window is a candidate for the main LRU, admitted only if its estimate
+// beats that of main's own victim, which is then evicted instead. Without
+// the window, new content could never beat a tie and would always go first.
 //
-// Adapted to a paged KV cache: content must be computed into a block anyway,
-// so "refusing admission" means the block, once free, does not join the LRU
-// queue but a probation queue that is evicted first. The test is made when a
-// block becomes free (and again at each later release, so content that
-// earns hits gets in). Never-used blocks are still reused before any of them.
+// Adapted to a paged KV cache: the window's size counts its blocks in use
+// and the blocks being filled now; only free blocks are candidates or
+// victims, in release order. Never-used blocks are still reused first.
 #pragma once
 
 #include <algorithm>
@@ -67,46 +68,62 @@ class CountMinSketch {
 
 class TinyLfuPolicy final : public CachedFirstPolicy {
  public:
-  explicit TinyLfuPolicy(int64_t sample) : sample_(sample) {}
+  TinyLfuPolicy(int64_t sample, double window) : sample_(sample), window_(window) {}
   std::string name() const override { return "tinylfu"; }
-  bool admitted(BlockId b) const { return admitted_[b] != 0; }
+  bool in_main(BlockId b) const { return main_[b] != 0; }
   uint32_t estimate(const BlockHash& h) const { return sketch_.estimate(h); }
 
  protected:
   void init(int32_t num_blocks) override {
-    lru_.reset(num_blocks);
-    probation_.reset(num_blocks);
-    admitted_.assign(static_cast<size_t>(num_blocks), 0);
+    window_free_.reset(num_blocks);
+    main_free_.reset(num_blocks);
+    main_.assign(static_cast<size_t>(num_blocks), 0);
     sketch_.reset(capacity(), sample_);
+    window_size_ = 0;
   }
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
-    admitted_[b] = 0;
+    main_[b] = 0;
+    ++window_size_;
     sketch_.add(info.hash);
   }
   void on_access(BlockId b, bool was_free) override {
-    if (was_free) (admitted_[b] ? lru_ : probation_).unlink(b);
+    if (was_free) (main_[b] ? main_free_ : window_free_).unlink(b);
     sketch_.add(pool().hash_of(b));
   }
-  void on_release(BlockId b) override {
-    if (!admitted_[b]) {
-      const BlockId victim = lru_.front();
-      admitted_[b] = victim == kNoBlock ||
-                     sketch_.estimate(pool().hash_of(b)) > sketch_.estimate(pool().hash_of(victim));
+  void on_release(BlockId b) override { (main_[b] ? main_free_ : window_free_).push_back(b); }
+  BlockId evict() override {
+    for (;;) {
+      const bool window_full = static_cast<double>(window_size_ + num_pending()) > window_ * capacity();
+      if (window_free_.empty() || (!window_full && !main_free_.empty())) return main_free_.pop_front();
+      const BlockId candidate = window_free_.pop_front();
+      --window_size_;
+      const BlockId victim = main_free_.front();
+      if (victim == kNoBlock) {  // nothing in main to compare with: it moves in
+        main_[candidate] = 1;
+        main_free_.push_back(candidate);
+        continue;
+      }
+      if (sketch_.estimate(pool().hash_of(candidate)) > sketch_.estimate(pool().hash_of(victim))) {
+        main_[candidate] = 1;  // admitted: main's victim goes instead
+        main_free_.push_back(candidate);
+        return main_free_.pop_front();
+      }
+      return candidate;
     }
-    (admitted_[b] ? lru_ : probation_).push_back(b);
   }
-  BlockId evict() override { return probation_.empty() ? lru_.pop_front() : probation_.pop_front(); }
-  void on_gone(BlockId b, const BlockHash&) override { admitted_[b] = 0; }
+  void on_gone(BlockId b, const BlockHash&) override { main_[b] = 0; }
   size_t policy_bytes() const override {
-    return lru_.bytes() + probation_.bytes() + admitted_.capacity() + sketch_.bytes();
+    return window_free_.bytes() + main_free_.bytes() + main_.capacity() + sketch_.bytes();
   }
 
  private:
   int64_t sample_;
-  IntrusiveList lru_;        // admitted free blocks, by release time
-  IntrusiveList probation_;  // refused free blocks: evicted first
-  std::vector<uint8_t> admitted_;
+  double window_;
+  IntrusiveList window_free_;  // free blocks of the window, by release time
+  IntrusiveList main_free_;    // free admitted blocks, by release time
+  std::vector<uint8_t> main_;  // 1: admitted to main
   CountMinSketch sketch_;
+  int64_t window_size_ = 0;    // cached blocks in the window, in use or free
 };
 
 }  // namespace prefixsim

@@ -283,8 +283,8 @@ std::string render_check_table(const CheckResult& r, const CheckSide& baseline, 
     std::string delta = row.baseline && row.now ? format_delta(m, *row.baseline, *row.now) : "";
     std::string verdict = verdict_text(row.verdict);
     if (row.verdict == Verdict::Skipped) verdict += " (" + row.note + ")";
-    cells.push_back({m.name, values, delta, row.tolerance.text() + (m.higher_is_better ? " (higher is better)" : ""),
-                     verdict});
+    cells.push_back({m.name, values, delta,
+                     row.tolerance.text() + (m.higher_is_better ? ", lower is worse" : ", higher is worse"), verdict});
   }
   std::vector<size_t> width(cells[0].size(), 0);
   for (const auto& line : cells)

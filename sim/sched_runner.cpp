@@ -34,8 +34,11 @@ void parse_arrival(const JsonLine& line, const nlohmann::json& a, size_t idx, Re
   if (!toks.is_array()) line.fail("field '" + where + ".tokens' must be an array of token ids");
   if (toks.empty()) line.fail("field '" + where + ".tokens' must not be empty");
   const auto& mt = need("max_tokens");
-  if (!mt.is_number_integer() || (mt.is_number_unsigned() ? mt.get<uint64_t>() > uint64_t(kMaxCount)
-                                                          : (mt.get<int64_t>() < 1 || mt.get<int64_t>() > kMaxCount)))
+  // nlohmann stores non-negative literals as unsigned: test both forms.
+  const bool in_range = mt.is_number_unsigned()
+                            ? (mt.get<uint64_t>() >= 1 && mt.get<uint64_t>() <= uint64_t(kMaxCount))
+                            : (mt.is_number_integer() && mt.get<int64_t>() >= 1 && mt.get<int64_t>() <= kMaxCount);
+  if (!in_range)
     line.fail("field '" + where + ".max_tokens' must be an integer >= 1");
   r.clear();
   r.id = id.get<std::string>();

@@ -377,20 +377,24 @@ TraceAnalysis PrefixAnalyzer::Impl::finish() {
     const int64_t h = cum[std::min(c, cum.size() - 1)];
     return a.prompt_tokens ? static_cast<double>(h) / static_cast<double>(a.prompt_tokens) : 0.0;
   };
-  for (size_t c = 1;; c *= 2) {
-    a.lru_curve.push_back({static_cast<int64_t>(c), rate_at(c)});
-    if (c >= cum.size() - 1) break;
-  }
-  for (double target : opts.targets) {
+  // Powers of two up to the capacity where the curve saturates (no larger
+  // cache hits more), then that capacity itself.
+  const size_t saturation = std::max<size_t>(cum.size() - 1, 1);
+  for (size_t c = 1; c < saturation; c *= 2) a.lru_curve.push_back({static_cast<int64_t>(c), rate_at(c)});
+  a.lru_curve.push_back({static_cast<int64_t>(saturation), rate_at(saturation)});
+  auto budget = [&](double target, double need_tokens) {
     BudgetPoint p;
     p.target = target;
-    const double need = target * static_cast<double>(a.prompt_tokens);
     if (a.prompt_tokens > 0) {
-      auto it = std::lower_bound(cum.begin(), cum.end(), need,
+      auto it = std::lower_bound(cum.begin(), cum.end(), need_tokens,
                                  [](int64_t h, double x) { return static_cast<double>(h) < x; });
       if (it != cum.end()) p.cache_blocks = static_cast<int64_t>(it - cum.begin());
     }
-    a.kv_budget.push_back(p);
+    return p;
+  };
+  for (double target : opts.targets) {
+    a.kv_budget.push_back(budget(target, target * static_cast<double>(a.prompt_tokens)));
+    a.kv_budget_of_ideal.push_back(budget(target, target * static_cast<double>(a.ideal_hit_tokens)));
   }
   if (lru) a.lru_check = lru->result();
   return a;
@@ -442,19 +446,23 @@ void PrefixAnalyzer::write_graphviz(std::ostream& out, size_t max_nodes) const {
       << (d1 + 1) * B - 1 << ")\\nreuse " << m.reuse[start];
     labels.push_back(l.str());
     if (from != SIZE_MAX) boost::add_edge(from, node, g);
-    if (cold > 0) {
+    // Chain nodes already queued are always drawn; extra nodes only while the
+    // drawing is under max_nodes, so it stays readable.
+    auto room = [&](size_t extra) { return boost::num_vertices(g) + todo.size() + extra <= max_nodes; };
+    if (cold > 0 && room(1)) {
       const size_t c = boost::add_vertex(g);
       labels.push_back(std::to_string(cold) + " unshared continuation" + (cold > 1 ? "s" : ""));
       boost::add_edge(node, c, g);
     }
+    size_t skipped = 0;
     for (uint32_t h : hot) {
-      if (boost::num_vertices(g) + todo.size() >= max_nodes) {
-        const size_t more = boost::add_vertex(g);
-        labels.push_back("... (graph truncated at " + std::to_string(max_nodes) + " nodes)");
-        boost::add_edge(node, more, g);
-        break;
-      }
-      todo.emplace(h, node);
+      if (room(2)) todo.emplace(h, node);  // keep one slot for a "not drawn" marker
+      else ++skipped;
+    }
+    if (skipped > 0 && room(1)) {
+      const size_t more = boost::add_vertex(g);
+      labels.push_back(std::to_string(skipped) + " shared branch" + (skipped > 1 ? "es" : "") + " not drawn");
+      boost::add_edge(node, more, g);
     }
   }
   boost::write_graphviz(out, g, boost::make_label_writer(labels.data()));

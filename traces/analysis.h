@@ -106,7 +106,8 @@ struct TraceAnalysis {
 
   std::vector<HotPrefix> hottest;
   std::vector<CurvePoint> lru_curve;
-  std::vector<BudgetPoint> kv_budget;
+  std::vector<BudgetPoint> kv_budget;           // absolute targets (opts.targets)
+  std::vector<BudgetPoint> kv_budget_of_ideal;  // targets x ideal_hit_rate, always reachable
   std::optional<LruCheck> lru_check;
 };
 

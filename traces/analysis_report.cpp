@@ -100,6 +100,14 @@ std::string analysis_json(const TraceAnalysis& a, const std::string& trace_path,
     budget.push_back(e);
   }
   j["kv_budget"] = budget;
+  ojson of_ideal = ojson::array();
+  for (const BudgetPoint& b : a.kv_budget_of_ideal) {
+    ojson e = {{"fraction_of_ideal", b.target}, {"hit_rate", b.target * a.ideal_hit_rate}};
+    e["cache_blocks"] = b.cache_blocks ? ojson(*b.cache_blocks) : ojson(nullptr);
+    e["cache_tokens"] = b.cache_blocks ? ojson(*b.cache_blocks * a.block_size) : ojson(nullptr);
+    of_ideal.push_back(e);
+  }
+  j["kv_budget_of_ideal"] = of_ideal;
 
   if (a.lru_check) {
     const LruCheck& c = *a.lru_check;
@@ -132,7 +140,9 @@ std::string analysis_markdown(const TraceAnalysis& a, const std::string& trace_p
     o << "| vLLM LRU hit rate, " << (a.lru_check->num_blocks - 1) * B << " tokens of cache | "
       << pct(a.lru_check->hit_rate) << " |\n";
   o << "\nIdeal: an unbounded cache with vLLM's semantics (requests in order, only full blocks cached, at most "
-       "floor((len-1)/B) blocks hit per request). Block hit rate: hit blocks / ceil(len/B) per request.\n";
+       "floor((len-1)/B) blocks hit per request; prompt blocks are inserted after each request, outputs are not, so "
+       "a re-sent output first hits once a later prompt has carried it). Block hit rate: hit blocks / ceil(len/B) "
+       "per request.\n";
   if (a.lru_check)
     o << "The vLLM LRU figure replays every request alone through the KV cache manager (prompt + output "
          "allocated, then freed) on a pool of "
@@ -145,6 +155,13 @@ std::string analysis_markdown(const TraceAnalysis& a, const std::string& trace_p
     o << "| " << pct(b.target) << " | ";
     if (b.cache_blocks) o << *b.cache_blocks << " | " << *b.cache_blocks * B << " |\n";
     else o << "unreachable | above the ideal " << pct(a.ideal_hit_rate) << " |\n";
+  }
+  o << "\nThe same, for fractions of the ideal hit rate (always reachable):\n\n"
+       "| fraction of ideal | hit rate | cache blocks | cache tokens |\n| ---: | ---: | ---: | ---: |\n";
+  for (const BudgetPoint& b : a.kv_budget_of_ideal) {
+    o << "| " << pct(b.target) << " | " << pct(b.target * a.ideal_hit_rate) << " | ";
+    if (b.cache_blocks) o << *b.cache_blocks << " | " << *b.cache_blocks * B << " |\n";
+    else o << "- | - |\n";
   }
   o << "\nApproximation: " << kLruCurveApproximation << "\n";
   o << "\n| cache blocks | cache tokens | LRU hit rate |\n| ---: | ---: | ---: |\n";

@@ -23,7 +23,10 @@ namespace prefixsim {
 
 struct TraceOptions {
   std::string format = "auto";   // auto | native | mooncake | kvcache-tester
-  int32_t trace_block_size = 0;  // 0 = the format's default: 512 for Mooncake, 64 for kv-cache-tester
+  // Tokens per trace hash id. 0 = the format's default: 512 for Mooncake,
+  // the file's block_size (64) for kv-cache-tester; native lines with
+  // hash_ids carry their own block_size and fall back to this.
+  int32_t trace_block_size = 0;
   double conversation_rate = 1.0;  // conversations per second (kv-cache-tester)
   uint64_t seed = 1;             // conversation start times (kv-cache-tester)
   // Accept JSONL whose timestamps go backwards by sorting it (stably) by

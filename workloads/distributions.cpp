@@ -4,14 +4,21 @@
 #include <cmath>
 
 #include "sim/error.h"
+#include "traces/trace_reader.h"
 
 namespace prefixsim::workloads {
 
 namespace {
-TraceLengthLoader g_trace_loader = nullptr;
+// Prompt or output lengths of every request of a trace (any format the
+// readers know), for empirical distributions.
+std::vector<double> trace_lengths(const std::string& path, bool prompt) {
+  auto src = open_trace(path, TraceOptions{});
+  std::vector<double> out;
+  Request r;
+  while (src->next(r)) out.push_back(static_cast<double>(prompt ? r.prompt_len : r.output_len));
+  return out;
 }
-
-void set_trace_length_loader(TraceLengthLoader f) { g_trace_loader = f; }
+}  // namespace
 
 Dist Dist::fixed(double v) {
   Dist d;
@@ -79,9 +86,10 @@ Dist Dist::parse(const ConfigNode& n, double lo, double hi) {
     } else if (auto t = n.get("trace")) {
       const std::string field = n.get("field") ? n.get("field")->as_string() : "prompt";
       if (field != "prompt" && field != "output") n.require("field").fail("must be prompt or output");
-      if (!g_trace_loader) t->fail("empirical lengths from a trace need the trace reader (not linked here)");
       std::string path = t->as_string();
-      values = g_trace_loader(path, field == "prompt");
+      if (!path.empty() && path[0] != '/' && n.file().find('/') != std::string::npos)
+        path = n.file().substr(0, n.file().rfind('/') + 1) + path;  // relative to the YAML file
+      values = trace_lengths(path, field == "prompt");
       if (values.empty()) t->fail("trace '" + path + "' has no requests");
       for (double& x : values) x = std::clamp(x, lo, hi);
     } else {

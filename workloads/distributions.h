@@ -45,12 +45,6 @@ class Dist {
   std::vector<double> values_;     // empirical
 };
 
-// Reads the prompt or output lengths of a trace file for empirical
-// distributions. Set by whoever links a trace reader (the CLI); until then an
-// empirical `trace:` is an error.
-using TraceLengthLoader = std::vector<double> (*)(const std::string& path, bool prompt);
-void set_trace_length_loader(TraceLengthLoader f);
-
 // Inter-arrival gaps of an arrival process, `rate` events per second:
 //   poisson: exponential gaps; gamma: Gamma gaps with coefficient of variation
 //   `cv` (cv > 1 is burstier than Poisson); fixed: exactly 1/rate apart.

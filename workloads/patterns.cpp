@@ -154,7 +154,7 @@ class Rag final : public Pattern {
                  "question_tokens", "output_tokens"});
     instruction_ = fixed_content(seed, kSystemPrompt, r.integer("instruction_tokens", 256, 0, 1'000'000));
     zipf_ = Zipf(static_cast<uint64_t>(r.integer("documents", 20000, 1, 100'000'000)),
-                 r.real("zipf_s", 0.9, 0, 10));
+                 r.real("zipf_s", 0.95, 0, 10));
     doc_len_ = r.length("document_tokens", Dist::lognormal(2048, 0.25, 512, 8192));
     per_request_ = r.integer("documents_per_request", 1, 1, 1000);
     question_ = r.length("question_tokens", Dist::lognormal(48, 0.5, 4, 1024));
@@ -195,7 +195,7 @@ class Code final : public Pattern {
     Params r(p, {"system_prompt_tokens", "files", "zipf_s", "file_tokens", "min_file_tokens", "max_file_tokens",
                  "edit_from_end_tokens", "edit_delta_tokens", "question_tokens", "output_tokens"});
     system_ = fixed_content(seed, kSystemPrompt, r.integer("system_prompt_tokens", 0, 0, 1'000'000));
-    zipf_ = Zipf(static_cast<uint64_t>(r.integer("files", 1000, 1, 10'000'000)), r.real("zipf_s", 0.8, 0, 10));
+    zipf_ = Zipf(static_cast<uint64_t>(r.integer("files", 1000, 1, 10'000'000)), r.real("zipf_s", 0.85, 0, 10));
     file_len_ = r.length("file_tokens", Dist::uniform(500, 8000));
     min_len_ = r.integer("min_file_tokens", 500, 1, static_cast<int64_t>(kMaxLen));
     max_len_ = r.integer("max_file_tokens", 8000, min_len_, static_cast<int64_t>(kMaxLen));

@@ -9,6 +9,10 @@
 #include "prefixsim_config.h"
 #include "sim/bench.h"
 #include "sim/block_bench.h"
+#include "sim/engine_bench.h"
+#include "traces/analysis_bench.h"
+#include "traces/trace_bench.h"
+#include "workloads/workload_bench.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/error.h"
@@ -23,6 +27,10 @@ std::vector<BenchCase> all_bench_cases() {
     for (auto& c : cs) all.push_back(std::move(c));
   };
   add(block_bench_cases([] { return make_policy("lru"); }));
+  add(engine_bench_cases([] { return make_policy("lru"); }));
+  add(trace_bench_cases());
+  add(analysis_bench_cases());
+  add(workload_bench_cases());
   return all;
 }
 

@@ -161,7 +161,7 @@ TEST_CASE("RAG documents follow the configured Zipf popularity", "[workloads][pr
   for (const Request& r : rs) ++doc[r.tokens[256]];
   int top = 0;
   for (const auto& [tok, c] : doc) top = std::max(top, c);
-  const workloads::Zipf z(20000, 0.9);
+  const workloads::Zipf z(20000, 0.95);
   CHECK(top / 4000.0 == Approx(z.probability(0)).epsilon(0.25));
 }
 

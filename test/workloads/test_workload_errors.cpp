@@ -86,3 +86,21 @@ TEST_CASE("empirical lengths from values draw only recorded values", "[workloads
   Request r;
   while (src->next(r)) CHECK((r.prompt_len == 17 || r.prompt_len == 170 || r.prompt_len == 1700));
 }
+
+TEST_CASE("empirical lengths from a trace draw that trace's prompt and output lengths", "[workloads]") {
+  const std::string dir = test::temp_dir("empirical");
+  std::ofstream(dir + "/lens.jsonl") << "{\"timestamp\":0,\"input_length\":700,\"output_length\":5,\"hash_ids\":[1,2]}\n"
+                                        "{\"timestamp\":5,\"input_length\":1500,\"output_length\":9,\"hash_ids\":[1,2,3]}\n";
+  std::ofstream(dir + "/w.yaml") << "pattern: random\nrequests: 100\nparams:\n"
+                                    "  prompt_tokens: {dist: empirical, trace: lens.jsonl, field: prompt}\n"
+                                    "  output_tokens: {dist: empirical, trace: lens.jsonl, field: output}\n";
+  auto src = make_workload(dir + "/w.yaml", {});
+  Request r;
+  int n = 0;
+  while (src->next(r)) {
+    ++n;
+    CHECK((r.prompt_len == 700 || r.prompt_len == 1500));
+    CHECK((r.output_len == 5 || r.output_len == 9));
+  }
+  CHECK(n == 100);
+}

@@ -1,0 +1,12 @@
+// Benchmarks of `prefixsim analyze` (registered with `prefixsim bench`).
+#pragma once
+
+#include <vector>
+
+#include "sim/bench.h"
+
+namespace prefixsim {
+
+std::vector<BenchCase> analysis_bench_cases();
+
+}  // namespace prefixsim
