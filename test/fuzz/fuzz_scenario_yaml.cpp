@@ -1,0 +1,14 @@
+// libFuzzer target: the replay scenario YAML (sim/cli/scenario.cpp).
+#include "sim/cli/scenario.h"
+#include "test/fuzz/fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace prefixsim;
+  const std::string path = fuzz::write_temp(data, size, ".yaml");
+  return fuzz::guarded([&] {
+    cli::Scenario s;
+    cli::load_scenario_yaml(path, s);
+    cli::validate(s);
+    (void)cli::to_json(s).dump();
+  });
+}
