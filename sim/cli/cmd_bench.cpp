@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "policies/policy_bench.h"
 #include "policies/registry.h"
 #include "prefixsim_config.h"
 #include "sim/bench.h"
@@ -13,6 +14,7 @@
 #include "traces/analysis_bench.h"
 #include "traces/trace_bench.h"
 #include "workloads/workload_bench.h"
+#include "workloads/stream_bench.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/error.h"
@@ -29,8 +31,10 @@ std::vector<BenchCase> all_bench_cases() {
   add(block_bench_cases([] { return make_policy("lru"); }));
   add(engine_bench_cases([] { return make_policy("lru"); }));
   add(trace_bench_cases());
+  add(policy_bench_cases());
   add(analysis_bench_cases());
   add(workload_bench_cases());
+  add(stream_bench_cases([] { return make_policy("lru"); }));
   return all;
 }
 
