@@ -4,7 +4,9 @@
 // GCC 12 reports boost::optional inside Boost.Graph's edge iterator as maybe
 // uninitialized (a known false positive); silence it for these headers only.
 #pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning (and -Werror rejects the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graphviz.hpp>
 #pragma GCC diagnostic pop

@@ -3,9 +3,12 @@
 // manager, the pairs spread over threads; compare.json, compare.csv and
 // compare.md side by side, with each policy's gap to the offline belady.
 //
-// Modes: `cache` (each request alone, no time) is what this command runs
-// today. `engine` (TTFT p50/p99 from the discrete-event engine) slots into
-// run_pair() once it is wired; until then it is refused with a message.
+// Modes: `cache` (each request alone, no time) replays the prepared hashes;
+// `engine` runs every pair through the discrete-event engine (the replay
+// scheduler and cost model) and adds TTFT p50/p99. Engine mode keeps the
+// parsed requests in memory (the prepared hashes are not enough to schedule
+// them), and refuses belady, whose future is indexed by request while the
+// engine looks requests up again after refusals and preemptions.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -25,6 +28,10 @@
 #include "sim/catalog.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
+#include "sim/cost_model.h"
+#include "sim/engine.h"
+#include "reports/latency.h"
+#include "reports/outputs.h"
 #include "sim/error.h"
 #include "sim/kv_sizing.h"
 #include "traces/trace_reader.h"
@@ -73,17 +80,94 @@ struct Pair {
 };
 
 struct PairResult {
-  CacheReplayResult cache;
+  CacheReplayResult cache;  // in engine mode: the same figures, counted at admission
+  double ttft_p50_ms = NAN, ttft_p99_ms = NAN;
   std::exception_ptr error;
 };
 
+// The parsed requests, replayed by each engine-mode pair.
+class VectorSource final : public RequestSource {
+ public:
+  VectorSource(const std::vector<Request>& reqs, std::string format) : reqs_(reqs), format_(std::move(format)) {}
+  bool next(Request& out) override {
+    if (i_ == reqs_.size()) return false;
+    out = reqs_[i_++];
+    return true;
+  }
+  std::string format() const override { return format_; }
+  std::string origin() const override { return "memory"; }
+
+ private:
+  const std::vector<Request>& reqs_;
+  std::string format_;
+  size_t i_ = 0;
+};
+
+// Collects what compare reports from one engine run.
+class PairObserver final : public EngineObserver {
+ public:
+  PairObserver(int32_t block_size, const BlockPool* check) : block_size_(block_size), check_(check) {}
+  void on_request_finished(const RequestRecord& r) override {
+    ttft_.add(static_cast<double>(r.ttft()) / 1e9);
+    queried_blocks += static_cast<uint64_t>((r.prompt_tokens + block_size_ - 1) / block_size_);
+    hit_blocks += static_cast<uint64_t>(r.hit_tokens / block_size_);
+  }
+  void on_step(const StepRecord& s) override {
+    if (!check_) return;
+    const std::string broken = check_->check_invariants();
+    if (!broken.empty()) throw InternalError("pool invariant violated after step " + std::to_string(s.index) + ": " + broken);
+  }
+  LatencyAccumulator ttft_{vllm_ttft_buckets()};
+  uint64_t queried_blocks = 0, hit_blocks = 0;
+
+ private:
+  int32_t block_size_;
+  const BlockPool* check_;
+};
+
+struct EngineInputs {
+  const std::vector<Request>* requests = nullptr;
+  std::string format;
+  const ModelSpec* model = nullptr;
+  const GpuSpec* gpu = nullptr;
+};
+
+CacheReplayResult run_engine_pair(const EngineInputs& in, const std::string& spec, const PolicyContext& ctx,
+                                  int64_t num_blocks, bool check, PairResult& out) {
+  BlockPool pool(static_cast<int32_t>(num_blocks), true, make_policy(spec, ctx));
+  KvCacheManager kv(ctx.block_size, pool);
+  ModeledExecutor exec(*in.model, *in.gpu, 1, std::nullopt);
+  Engine engine(SchedulerConfig{}, kv, exec);
+  PairObserver obs(ctx.block_size, check ? &pool : nullptr);
+  engine.set_observer(&obs);
+  VectorSource src(*in.requests, in.format);
+  const EngineResult res = engine.run(src);
+  CacheReplayResult r;
+  r.requests = res.finished;
+  r.prompt_tokens = static_cast<int64_t>(res.admitted_prompt_tokens);
+  r.output_tokens = static_cast<int64_t>(res.output_tokens);
+  r.hit_tokens = static_cast<int64_t>(res.admitted_hit_tokens);
+  r.hit_rate = r.prompt_tokens ? static_cast<double>(r.hit_tokens) / static_cast<double>(r.prompt_tokens) : 0;
+  r.queried_blocks = obs.queried_blocks;
+  r.hit_blocks = obs.hit_blocks;
+  r.block_hit_rate = r.queried_blocks ? static_cast<double>(r.hit_blocks) / static_cast<double>(r.queried_blocks) : 0;
+  r.evictions = pool.evictions();
+  r.refused_requests = res.refused;
+  const LatencySummary t = obs.ttft_.summary_ms();
+  out.ttft_p50_ms = t.p50;
+  out.ttft_p99_ms = t.p99;
+  return r;
+}
+
 // One (policy, size) run. The mode switch lives here.
-PairResult run_pair(const std::string& mode, const PreparedTrace& trace, const std::string& spec,
-                    const PolicyContext& ctx, int64_t num_blocks, bool check) {
+PairResult run_pair(const std::string& mode, const PreparedTrace& trace, const EngineInputs& engine,
+                    const std::string& spec, const PolicyContext& ctx, int64_t num_blocks, bool check) {
   PairResult out;
   try {
-    if (mode != "cache") throw InternalError("unsupported mode " + mode);
-    out.cache = run_cache_replay(trace, num_blocks, make_policy(spec, ctx), check);
+    if (mode == "engine")
+      out.cache = run_engine_pair(engine, spec, ctx, num_blocks, check, out);
+    else
+      out.cache = run_cache_replay(trace, num_blocks, make_policy(spec, ctx), check);
   } catch (...) {
     out.error = std::current_exception();
   }
@@ -113,7 +197,8 @@ int cmd_compare(const Args& args) {
       ("trace-block-size", po::value<int32_t>()->default_value(0),
        "tokens per trace hash id (default: 512 Mooncake, 64 kv-cache-tester)")
       ("format", po::value<std::string>()->default_value("auto"), "trace format: auto, native, mooncake, kvcache-tester")
-      ("mode", po::value<std::string>()->default_value("cache"), "cache (each request alone; engine mode: not yet)")
+      ("mode", po::value<std::string>()->default_value("cache"),
+       "cache (each request alone, no time) or engine (discrete-event engine: adds TTFT p50/p99)")
       ("threads", po::value<int>()->default_value(0), "worker threads (default: one per core)")
       ("check-invariants", "verify the block pool's invariants after every request (slow)")
       ("out", po::value<std::string>()->default_value("prefixsim-out"), "output directory")
@@ -129,14 +214,14 @@ int cmd_compare(const Args& args) {
                   "hit-rate-vs-capacity curve of each policy. The trace is parsed and hashed once; the\n"
                   "pairs run in parallel and the results do not depend on the thread count.\n"
                   "Cache mode: each request alone in arrival order (lookup, prompt + output allocated,\n"
-                  "freed last block first); hit rate = hit tokens / prompt tokens."))
+                  "freed last block first); hit rate = hit tokens / prompt tokens. Engine mode: the\n"
+                  "discrete-event engine of `replay` (vLLM scheduler, roofline cost model of --model on\n"
+                  "--gpu) per pair, adding TTFT p50/p99; hit rate counted at admission. Also writes\n"
+                  "compare.html (curves and tables, self-contained)."))
     return 0;
   if (!vm.count("trace")) throw InputError("compare: missing the TRACE argument (see prefixsim compare --help)");
   const std::string mode = vm["mode"].as<std::string>();
-  if (mode == "engine")
-    throw InputError("--mode engine: compare runs cache mode only for now (the engine's TTFT comparison is not "
-                     "wired yet); use --mode cache, or prefixsim replay --mode engine per policy");
-  if (mode != "cache") throw InputError("--mode: '" + mode + "' is not a mode (cache or engine)");
+  if (mode != "cache" && mode != "engine") throw InputError("--mode: '" + mode + "' is not a mode (cache or engine)");
   const int32_t block_size = vm["block-size"].as<int32_t>();
   if (block_size <= 0 || block_size > 4096) throw InputError("--block-size must be in [1, 4096]");
   const int given = static_cast<int>(vm.count("kv-blocks")) + static_cast<int>(vm.count("kv-tokens")) +
@@ -194,8 +279,20 @@ int cmd_compare(const Args& args) {
   const std::string trace_path = vm["trace"].as<std::string>();
   auto src = open_trace(trace_path, topts);
   const std::string format = src->format();
-  const PreparedTrace trace = prepare_trace(*src, block_size);
+  std::vector<Request> requests;  // engine mode only
+  PreparedTrace trace;
+  if (mode == "engine") {
+    if (need_future)
+      throw InputError("--policies: belady runs in cache mode only (its future is indexed by request, and the "
+                       "engine looks requests up again after refusals and preemptions)");
+    Request r;
+    while (src->next(r)) requests.push_back(r);
+    trace = prepare_trace(std::span<const Request>(requests), block_size);
+  } else {
+    trace = prepare_trace(*src, block_size);
+  }
   src.reset();
+  EngineInputs engine_in{&requests, format, &model, &gpu};
   if (trace.size() == 0) throw InputError(trace_path + ": the trace has no requests");
   PolicyContext ctx;
   ctx.block_size = block_size;
@@ -214,7 +311,8 @@ int cmd_compare(const Args& args) {
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < pairs.size(); i = next++)
-      results[i] = run_pair(mode, trace, specs[pairs[i].policy], ctx, sizes[pairs[i].size].num_blocks, check);
+      results[i] = run_pair(mode, trace, engine_in, specs[pairs[i].policy], ctx, sizes[pairs[i].size].num_blocks,
+                            check);
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
@@ -269,6 +367,10 @@ int cmd_compare(const Args& args) {
     o["evictions"] = r.evictions;
     o["refused_requests"] = r.refused_requests;
     if (!std::isnan(belady[pairs[i].size])) o["gap_to_belady"] = belady[pairs[i].size] - r.hit_rate;
+    if (mode == "engine") {
+      o["ttft_p50_ms"] = results[i].ttft_p50_ms;
+      o["ttft_p99_ms"] = results[i].ttft_p99_ms;
+    }
     jres.push_back(std::move(o));
   }
   j["results"] = jres;
@@ -277,7 +379,7 @@ int cmd_compare(const Args& args) {
   // compare.csv
   std::ostringstream csv;
   csv << "policy,spec,kv_blocks,capacity_tokens,hit_rate,block_hit_rate,hit_tokens,prompt_tokens,evictions,"
-         "refused_requests,gap_to_belady\n";
+         "refused_requests,gap_to_belady,ttft_p50_ms,ttft_p99_ms\n";
   for (size_t i = 0; i < pairs.size(); ++i) {
     const CacheReplayResult& r = results[i].cache;
     const KvSizing& k = sizes[pairs[i].size];
@@ -286,6 +388,9 @@ int cmd_compare(const Args& args) {
         << k.capacity_tokens << "," << hr.dump() << "," << bhr.dump() << "," << r.hit_tokens << ","
         << r.prompt_tokens << "," << r.evictions << "," << r.refused_requests << ",";
     if (!std::isnan(belady[pairs[i].size])) csv << nlohmann::json(belady[pairs[i].size] - r.hit_rate).dump();
+    csv << ",";
+    if (mode == "engine") csv << nlohmann::json(results[i].ttft_p50_ms).dump() << "," << nlohmann::json(results[i].ttft_p99_ms).dump();
+    else csv << ",";
     csv << "\n";
   }
 
@@ -294,18 +399,25 @@ int cmd_compare(const Args& args) {
   md << "# prefixsim compare\n\n"
      << "Trace `" << trace_path << "` (" << format << "): " << trace.size() << " requests, " << trace.prompt_tokens
      << " prompt tokens, " << trace.output_tokens << " output tokens. Block size " << block_size << ", mode `"
-     << mode << "`: each request alone, in arrival order; hit rate = hit tokens / prompt tokens.\n\n";
+     << mode << "`: "
+     << (mode == "engine" ? "the discrete-event engine (vLLM scheduler, roofline cost model of " + model.name +
+                                " on " + gpu.name + "); hit rate counted at admission.\n\n"
+                          : std::string("each request alone, in arrival order; hit rate = hit tokens / prompt tokens.\n\n"));
   for (size_t z = 0; z < sizes.size(); ++z) {
     md << "## " << sizes[z].num_blocks << " blocks (" << sizes[z].capacity_tokens << " tokens)\n\n"
        << "| policy | hit rate % | block hit rate % | evictions | refused |"
-       << (std::isnan(belady[z]) ? "" : " gap to belady (points) |") << "\n"
-       << "| --- | ---: | ---: | ---: | ---: |" << (std::isnan(belady[z]) ? "" : " ---: |") << "\n";
+       << (std::isnan(belady[z]) ? "" : " gap to belady (points) |") << (mode == "engine" ? " TTFT p50 ms | TTFT p99 ms |" : "")
+       << "\n| --- | ---: | ---: | ---: | ---: |" << (std::isnan(belady[z]) ? "" : " ---: |")
+       << (mode == "engine" ? " ---: | ---: |" : "") << "\n";
     for (size_t i = 0; i < pairs.size(); ++i) {
       if (pairs[i].size != z) continue;
       const CacheReplayResult& r = results[i].cache;
       md << "| " << specs[pairs[i].policy] << " | " << pct(r.hit_rate) << " | " << pct(r.block_hit_rate) << " | "
          << r.evictions << " | " << r.refused_requests << " |";
       if (!std::isnan(belady[z])) md << " " << pct(belady[z] - r.hit_rate) << " |";
+      if (mode == "engine")
+        md << " " << std::fixed << std::setprecision(1) << results[i].ttft_p50_ms << " | " << results[i].ttft_p99_ms
+           << " |" << std::defaultfloat;
       md << "\n";
     }
     md << "\n";
@@ -335,9 +447,10 @@ int cmd_compare(const Args& args) {
   write_file_atomic(out_dir + "/compare.json", j.dump(2) + "\n");
   write_file_atomic(out_dir + "/compare.csv", csv.str());
   write_file_atomic(out_dir + "/compare.md", md.str());
+  write_file_atomic(out_dir + "/compare.html", render_compare_html(nlohmann::json::parse(j.dump())));
   if (!vm.count("quiet"))
     std::cout << "compare: " << pairs.size() << " runs (" << specs.size() << " policies x " << sizes.size()
-              << " sizes) of " << trace.size() << " requests; wrote " << out_dir << "/compare.{json,csv,md}\n";
+              << " sizes) of " << trace.size() << " requests; wrote " << out_dir << "/compare.{json,csv,md,html}\n";
   return 0;
 }
 

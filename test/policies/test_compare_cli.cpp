@@ -69,6 +69,30 @@ TEST_CASE("compare writes json, csv and md, identical for any thread count", "[c
   REQUIRE(read_file(outs[0] + "/compare.csv").rfind("policy,spec,kv_blocks,capacity_tokens,hit_rate", 0) == 0);
 }
 
+TEST_CASE("compare in engine mode adds TTFT percentiles and writes compare.html", "[compare][cli]") {
+  const std::string dir = temp_dir("compare_engine");
+  const std::string trace = write_trace(dir);
+  std::string outs[2];
+  for (int k = 0; k < 2; ++k) {
+    outs[k] = dir + "/out" + std::to_string(k);
+    const auto r = run_cli({"compare", trace, "--policies", "lru,arc", "--kv-blocks", "40,200", "--block-size", "16",
+                            "--trace-block-size", "16", "--mode", "engine", "--threads", k == 0 ? "1" : "2",
+                            "--out", outs[k]});
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+  }
+  REQUIRE(read_file(outs[0] + "/compare.json") == read_file(outs[1] + "/compare.json"));
+  const auto j = nlohmann::json::parse(read_file(outs[0] + "/compare.json"));
+  REQUIRE(j["mode"] == "engine");
+  REQUIRE(j["results"].size() == 4);
+  for (const auto& r : j["results"]) {
+    REQUIRE(r["ttft_p50_ms"].get<double>() > 0);
+    REQUIRE(r["ttft_p99_ms"].get<double>() >= r["ttft_p50_ms"].get<double>());
+    REQUIRE(r["requests"] == 120);  // every request finished
+  }
+  REQUIRE(read_file(outs[0] + "/compare.html").find("<canvas") != std::string::npos);
+}
+
 TEST_CASE("compare rejects bad usage with a one-line message and exit 2", "[compare][cli]") {
   const std::string dir = temp_dir("compare_bad");
   const std::string trace = write_trace(dir);
@@ -77,7 +101,8 @@ TEST_CASE("compare rejects bad usage with a one-line message and exit 2", "[comp
     const char* says;
   };
   const Bad cases[] = {
-      {{"compare", trace, "--policies", "lru", "--kv-blocks", "20", "--mode", "engine"}, "--mode engine"},
+      {{"compare", trace, "--policies", "lru,belady", "--kv-blocks", "20", "--mode", "engine"}, "belady runs in cache mode only"},
+      {{"compare", trace, "--policies", "lru", "--kv-blocks", "20", "--mode", "fast"}, "--mode: 'fast'"},
       {{"compare", trace, "--policies", "lru,nosuch", "--kv-blocks", "20"}, "unknown policy 'nosuch'"},
       {{"compare", trace, "--policies", "lru"}, "exactly one of --kv-blocks"},
       {{"compare", trace, "--policies", "lru", "--kv-blocks", "20,abc"}, "--kv-blocks: 'abc'"},
