@@ -10,6 +10,7 @@
 // policies it does not prefer never-used blocks over cached ones.
 #pragma once
 
+#include "sim/block_pool.h"
 #include "sim/eviction_policy.h"
 #include "sim/intrusive_list.h"
 
@@ -18,14 +19,28 @@ namespace prefixsim {
 class LruPolicy final : public EvictionPolicy {
  public:
   std::string name() const override { return "lru"; }
-  void reset(const BlockPool&, int32_t num_blocks) override {
+  void reset(const BlockPool& pool, int32_t num_blocks) override {
+    pool_ = &pool;
     queue_.reset(num_blocks);
     for (BlockId b = 1; b < num_blocks; ++b) queue_.push_back(b);
   }
   void on_hit(BlockId b, bool was_free) override {
     if (was_free) queue_.unlink(b);
   }
-  BlockId pop_free() override { return queue_.pop_front(); }
+  BlockId pop_free() override {
+    const BlockId b = queue_.pop_front();
+    // Prefetch only (no effect on the result): allocation evicts the blocks
+    // it pops, which reads their hash and its index slot, random accesses.
+    // The next block's hash was fetched on the previous pop, so its index
+    // slot can be fetched now, and the hash of the one after it.
+    const BlockId f1 = queue_.front();
+    if (f1 != kNoBlock) {
+      pool_->index().prefetch(pool_->hash_of(f1));
+      const BlockId f2 = queue_.next(f1);
+      if (f2 != kNoBlock) __builtin_prefetch(&pool_->hash_of(f2));
+    }
+    return b;
+  }
   void on_free(BlockId b) override { queue_.push_back(b); }
   bool is_free(BlockId b) const override { return queue_.contains(b); }
   int32_t num_free() const override { return queue_.size(); }
@@ -33,6 +48,7 @@ class LruPolicy final : public EvictionPolicy {
 
  private:
   IntrusiveList queue_;
+  const BlockPool* pool_ = nullptr;  // the pool that owns this policy (set by reset)
 };
 
 }  // namespace prefixsim

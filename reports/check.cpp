@@ -212,6 +212,8 @@ CheckSide load_check_file(const std::string& path, bool allow_baseline) {
     long line = 1;
     for (size_t i = 0; i < e.byte && i < text.size(); ++i) line += text[i] == '\n';
     throw InputError(path, line, std::string("not valid JSON: ") + e.what());
+  } catch (const json::exception& e) {  // e.g. out_of_range: a number like 1e999
+    throw InputError(path, 1, std::string("not valid JSON: ") + e.what());
   }
   return load_check_side(doc, path, allow_baseline);
 }

@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 
 namespace prefixsim {
@@ -110,11 +112,31 @@ void BlockHashChain::complete_block() {
 }
 
 void BlockHashChain::append_tokens(std::span<const int32_t> tokens) {
-  for (int32_t t : tokens) {
-    partial_.push_back(t);
-    if (static_cast<int32_t>(partial_.size()) == block_size_) complete_block();
+  static const HashExtras kNone;
+  const size_t n = tokens.size();
+  if (block_size_ <= 0) {  // no block ever completes (as before: tokens only accumulate)
+    partial_.insert(partial_.end(), tokens.begin(), tokens.end());
+    num_tokens_ += static_cast<int64_t>(n);
+    return;
   }
-  num_tokens_ += static_cast<int64_t>(tokens.size());
+  const size_t bs = static_cast<size_t>(block_size_);
+  size_t i = 0;
+  while (i < n) {
+    if (partial_.empty() && n - i >= bs) {
+      // A whole block in the input: hash it in place, no copy through partial_.
+      const int64_t start = static_cast<int64_t>(hashes_.size()) * block_size_;
+      const BlockHash h = hash_token_block(parent(), tokens.subspan(i, bs), start, extras_ ? *extras_ : kNone);
+      hashes_.push_back(h);
+      i += bs;
+      continue;
+    }
+    const size_t take = std::min(bs - partial_.size(), n - i);
+    partial_.insert(partial_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(i),
+                    tokens.begin() + static_cast<std::ptrdiff_t>(i + take));
+    i += take;
+    if (partial_.size() == bs) complete_block();
+  }
+  num_tokens_ += static_cast<int64_t>(n);
 }
 
 void BlockHashChain::append_identity(uint64_t id, int64_t len) {

@@ -27,6 +27,9 @@ namespace prefixsim {
 class BlockPool {
  public:
   BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy);
+  // Policies may keep a pointer to the pool that owns them (reset()).
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
 
   int32_t num_blocks() const { return num_blocks_; }            // includes the null block
   int32_t num_usable() const { return num_blocks_ - 1; }

@@ -35,6 +35,7 @@ class SyntheticSource final : public RequestSource {
     out.arrival = t_;
     const uint64_t r = rnd();
     const int sys = static_cast<int>(__builtin_ctzll(r | (1ULL << 7)));  // 0..7, halving popularity
+    out.tokens.reserve(512 + 544);  // the engine moves each request away, so its buffer is new each time
     for (int k = 0; k < 512; ++k) out.tokens.push_back(sys * 1000 + k);
     const int user = 32 + static_cast<int>(rnd() % 512);
     for (int k = 0; k < user; ++k) out.tokens.push_back(static_cast<int32_t>(rnd() & 0x7fffffff));

@@ -4,11 +4,18 @@
 // full block the request computed is inserted after it: its prompt and its
 // outputs but the last, which is sampled and never computed -- so a
 // multi-turn conversation re-sending earlier answers can hit them, as it does
-// in the engine). A RequestSource wrapper
-// so a replay can count it while streaming, without a second pass.
+// in the engine). A RequestSource wrapper so a replay can count it while
+// streaming, without a second pass.
+//
+// Memory: the set of blocks seen grows with the trace's distinct content, so
+// it is capped at kMaxDistinctBlocks (64-bit fingerprints in a flat table,
+// at most 256 MiB). Past the cap the ideal rate is reported as not available
+// (valid() == false) instead of letting a long replay grow without bound;
+// `prefixsim analyze` computes it for any trace size.
 #pragma once
 
-#include <unordered_set>
+#include <bit>
+#include <vector>
 
 #include "sim/block_hash.h"
 #include "sim/request_source.h"
@@ -17,39 +24,88 @@ namespace prefixsim {
 
 class IdealHitSource final : public RequestSource {
  public:
-  IdealHitSource(RequestSource& inner, int32_t block_size) : inner_(inner), block_size_(block_size) {}
+  static constexpr size_t kMaxDistinctBlocks = size_t{1} << 24;
+
+  IdealHitSource(RequestSource& inner, int32_t block_size) : inner_(inner), block_size_(block_size) {
+    slots_.assign(1 << 16, 0);
+  }
 
   bool next(Request& out) override {
     if (!inner_.next(out)) return false;
+    prompt_tokens_ += out.prompt_len;
+    if (overflowed_) return true;
     chain_.reset(block_size_, &out.extras);
     out.append_prompt_to(chain_);
-    const auto& hashes = chain_.hashes();
     const size_t max_hit = static_cast<size_t>((out.prompt_len - 1) / block_size_);
     size_t hit = 0;
-    while (hit < max_hit && hit < hashes.size() && seen_.count(hashes[hit])) ++hit;
+    while (hit < max_hit && hit < chain_.hashes().size() && contains(chain_.hashes()[hit])) ++hit;
     outputs_.clear();
     for (int64_t k = 0; k + 1 < out.output_len; ++k) outputs_.push_back(out.output_token(k));
     chain_.append_tokens(outputs_);
-    for (const BlockHash& h : chain_.hashes()) seen_.insert(h);
-    prompt_tokens_ += out.prompt_len;
+    for (const BlockHash& h : chain_.hashes()) insert(h);
     hit_tokens_ += static_cast<int64_t>(hit) * block_size_;
+    counted_tokens_ += out.prompt_len;
     return true;
   }
   std::string format() const override { return inner_.format(); }
   std::string origin() const override { return inner_.origin(); }
 
-  double hit_rate() const {
-    return prompt_tokens_ ? static_cast<double>(hit_tokens_) / static_cast<double>(prompt_tokens_) : 0.0;
-  }
+  // False when the trace had more distinct blocks than the cap.
+  bool valid() const { return !overflowed_ && counted_tokens_ > 0; }
+  double hit_rate() const { return static_cast<double>(hit_tokens_) / static_cast<double>(counted_tokens_); }
   int64_t prompt_tokens() const { return prompt_tokens_; }
 
  private:
+  // 0 marks an empty slot, so a fingerprint of 0 is stored as 1.
+  static uint64_t fingerprint(const BlockHash& h) { return h.lo ? h.lo : 1; }
+  bool contains(const BlockHash& h) const {
+    const uint64_t f = fingerprint(h), mask = slots_.size() - 1;
+    for (uint64_t i = f & mask;; i = (i + 1) & mask) {
+      if (slots_[i] == f) return true;
+      if (slots_[i] == 0) return false;
+    }
+  }
+  void insert(const BlockHash& h) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+    if (overflowed_) return;
+    const uint64_t f = fingerprint(h), mask = slots_.size() - 1;
+    for (uint64_t i = f & mask;; i = (i + 1) & mask) {
+      if (slots_[i] == f) return;
+      if (slots_[i] == 0) {
+        slots_[i] = f;
+        ++size_;
+        return;
+      }
+    }
+  }
+  void grow() {
+    if (size_ >= kMaxDistinctBlocks) {
+      overflowed_ = true;
+      std::vector<uint64_t>().swap(slots_);
+      return;
+    }
+    std::vector<uint64_t> old;
+    old.swap(slots_);
+    slots_.assign(old.size() * 2, 0);
+    const uint64_t mask = slots_.size() - 1;
+    for (uint64_t f : old) {
+      if (!f) continue;
+      for (uint64_t i = f & mask;; i = (i + 1) & mask)
+        if (slots_[i] == 0) {
+          slots_[i] = f;
+          break;
+        }
+    }
+  }
+
   RequestSource& inner_;
   int32_t block_size_;
   BlockHashChain chain_;
   std::vector<int32_t> outputs_;
-  std::unordered_set<BlockHash, BlockHashHasher> seen_;
-  int64_t prompt_tokens_ = 0, hit_tokens_ = 0;
+  std::vector<uint64_t> slots_;
+  size_t size_ = 0;
+  bool overflowed_ = false;
+  int64_t prompt_tokens_ = 0, counted_tokens_ = 0, hit_tokens_ = 0;
 };
 
 }  // namespace prefixsim

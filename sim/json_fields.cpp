@@ -13,6 +13,8 @@ JsonLine::JsonLine(const std::string& file, long line, const std::string& text) 
     // nlohmann prefixes "[json.exception.parse_error.101] "; keep the rest.
     const size_t sp = what.find("] ");
     throw InputError(file, line, "invalid JSON: " + (sp == std::string::npos ? what : what.substr(sp + 2)));
+  } catch (const nlohmann::json::exception& e) {  // e.g. out_of_range: a number like 1e999
+    throw InputError(file, line, std::string("invalid JSON: ") + e.what());
   }
   if (!j_.is_object()) throw InputError(file, line, "expected a JSON object");
 }

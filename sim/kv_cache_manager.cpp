@@ -1,19 +1,27 @@
 #include "sim/kv_cache_manager.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "sim/error.h"
 
 namespace prefixsim {
 
-KvCacheManager::KvCacheManager(int32_t block_size, BlockPool& pool) : block_size_(block_size), pool_(pool) {}
+KvCacheManager::KvCacheManager(int32_t block_size, BlockPool& pool) : block_size_(block_size), pool_(pool) {
+  if (block_size_ > 0 && std::has_single_bit(static_cast<uint32_t>(block_size_)))
+    shift_ = std::countr_zero(static_cast<uint32_t>(block_size_));
+}
 
 LookupResult KvCacheManager::lookup(const BlockHashChain& chain, int64_t num_tokens, bool preempted) {
   hit_scratch_.clear();
   if (!pool_.caching_enabled()) return {};
   const auto& hashes = chain.hashes();
-  const size_t max_blocks = std::min(hashes.size(), static_cast<size_t>((num_tokens - 1) / block_size_));
+  const size_t max_blocks = std::min(hashes.size(), static_cast<size_t>(div_bs(num_tokens - 1)));
+  const BlockHashIndex& index = pool_.index();
+  constexpr size_t kAhead = 8;  // prefetch distance: index slots are random accesses
+  for (size_t i = 0; i < std::min(max_blocks, kAhead); ++i) index.prefetch(hashes[i]);
   for (size_t i = 0; i < max_blocks; ++i) {
+    if (i + kAhead < max_blocks) index.prefetch(hashes[i + kAhead]);
     const BlockId b = pool_.find(hashes[i]);
     if (b == kNoBlock) break;
     hit_scratch_.push_back(b);
@@ -57,8 +65,12 @@ bool KvCacheManager::allocate(KvSeq& seq, const BlockHashChain& chain, int64_t n
 
 void KvCacheManager::cache_full_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t covered_tokens) {
   const auto& hashes = chain.hashes();
-  const size_t full = std::min(static_cast<size_t>(covered_tokens / block_size_), hashes.size());
+  const size_t full = std::min(static_cast<size_t>(div_bs(covered_tokens)), hashes.size());
+  const BlockHashIndex& index = pool_.index();
+  constexpr size_t kAhead = 8;  // prefetch distance: index slots are random accesses
+  for (size_t i = seq.num_cached; i < std::min(full, seq.num_cached + kAhead); ++i) index.prefetch(hashes[i]);
   for (size_t i = seq.num_cached; i < full; ++i) {
+    if (i + kAhead < full) index.prefetch(hashes[i + kAhead]);
     CachedBlockInfo info;
     info.hash = hashes[i];
     info.has_parent = i > 0;

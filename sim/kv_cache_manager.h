@@ -66,10 +66,14 @@ class KvCacheManager {
   PrefixCacheStats take_stats();
 
  private:
-  int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
+  // tokens / block_size, by a shift when the block size is a power of two
+  // (a 64-bit division per call showed up in the engine's per-step profile).
+  int64_t div_bs(int64_t tokens) const { return shift_ >= 0 && tokens >= 0 ? tokens >> shift_ : tokens / block_size_; }
+  int64_t blocks_for(int64_t tokens) const { return div_bs(tokens + block_size_ - 1); }
   void cache_full_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t covered_tokens);
 
   int32_t block_size_;
+  int32_t shift_ = -1;  // log2(block_size_) when it is a power of two, else -1
   BlockPool& pool_;
   PrefixCacheStats stats_;
   PrefixCacheStats since_take_;

@@ -118,6 +118,8 @@ Profile parse_profile(const std::string& text, const std::string& file) {
     const auto upto = std::min<size_t>(e.byte, text.size());
     const long line = 1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto), '\n'));
     throw InputError(file, line, std::string("invalid JSON: ") + e.what());
+  } catch (const json::exception& e) {  // e.g. out_of_range: a number like 1e999
+    throw InputError(file, 1, std::string("invalid JSON: ") + e.what());
   }
   Reader r(text, file, root);
   r.object("", {"schema", "gpu", "model", "tp", "date", "coefficients", "fit", "provenance"});

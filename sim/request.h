@@ -38,6 +38,10 @@ struct Request {
   // The k-th output token: the recorded one when present, else a
   // deterministic function of (id, k) so that replays are reproducible.
   int32_t output_token(int64_t k) const;
+  // The same in two halves, for callers asking for many tokens of one
+  // request: output_key() hashes the id once, output_token(key, k) is cheap.
+  uint64_t output_key() const;
+  int32_t output_token(uint64_t key, int64_t k) const;
 
   // Checks internal consistency (lengths, identity coverage); returns an
   // empty string or what is wrong (the reader adds file:line).

@@ -66,8 +66,8 @@ class PromptSumTokens final : public TokenSource {
 // The engine's: the trace's recorded outputs, else Request::output_token(k).
 class RequestOutputTokens final : public TokenSource {
  public:
-  uint64_t prepare(const Request&) const override { return 0; }
-  int32_t token(const Request& r, uint64_t, int64_t k) const override { return r.output_token(k); }
+  uint64_t prepare(const Request& r) const override { return r.output_key(); }
+  int32_t token(const Request& r, uint64_t key, int64_t k) const override { return r.output_token(key, k); }
 };
 
 // A request's place in the scheduler. Slots are dense small integers, reused

@@ -80,7 +80,15 @@ class TarFiles final : public ConversationFiles {
     a_ = archive_read_new();
     archive_read_support_filter_all(a_);
     archive_read_support_format_tar(a_);
-    if (archive_read_open(a_, this, nullptr, &TarFiles::read_cb, nullptr) != ARCHIVE_OK) fail("cannot open archive");
+    if (archive_read_open(a_, this, nullptr, &TarFiles::read_cb, nullptr) != ARCHIVE_OK) {
+      // The destructor does not run when the constructor throws: free here.
+      try {
+        fail("cannot open archive");
+      } catch (...) {
+        archive_read_free(a_);
+        throw;
+      }
+    }
   }
   ~TarFiles() override { archive_read_free(a_); }
   TarFiles(const TarFiles&) = delete;

@@ -268,7 +268,11 @@ int cmd_replay(const Args& args) {
     std::cerr << "prefixsim replay: interrupted: no report written\n";
     return 130;
   }
-  report.prefix_cache.ideal_hit_rate = ideal.prompt_tokens() ? ideal.hit_rate() : kNotAvailable;
+  report.prefix_cache.ideal_hit_rate = ideal.valid() ? ideal.hit_rate() : kNotAvailable;
+  if (!ideal.valid() && ideal.prompt_tokens() > 0)
+    report.scenario["ideal_hit_rate_note"] = "not computed: the trace has more than " +
+                                             std::to_string(IdealHitSource::kMaxDistinctBlocks) +
+                                             " distinct blocks (bounded memory); prefixsim analyze computes it";
   report.scenario["refused_requests"] = refused;
   write_run_outputs(s.out, report);
   if (!vm.count("quiet")) {

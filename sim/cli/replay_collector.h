@@ -45,10 +45,13 @@ class ReplayCollector final : public EngineObserver {
   std::vector<SeriesRow> rows_;
   std::vector<double> row_prompt_tokens_, row_output_tokens_;  // computed/produced, per row
 
-  LatencyAccumulator ttft_{vllm_ttft_buckets()};
-  LatencyAccumulator queue_{vllm_request_latency_buckets()};
-  LatencyAccumulator e2e_{vllm_request_latency_buckets()};
-  LatencyAccumulator tpot_{vllm_tpot_buckets()};
+  // Exact percentiles for the first 2^20 requests, then a log-linear
+  // histogram within 0.3 % (reports/latency.h): 8 MiB each at most.
+  static constexpr size_t kExactSamples = size_t{1} << 20;
+  LatencyAccumulator ttft_{vllm_ttft_buckets(), kExactSamples};
+  LatencyAccumulator queue_{vllm_request_latency_buckets(), kExactSamples};
+  LatencyAccumulator e2e_{vllm_request_latency_buckets(), kExactSamples};
+  LatencyAccumulator tpot_{vllm_tpot_buckets(), kExactSamples};
 
   uint64_t queried_blocks_ = 0, hit_blocks_ = 0;
   double usage_time_ = 0, busy_time_ = 0, usage_max_ = 0;

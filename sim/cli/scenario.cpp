@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <utility>
+
 #include "sim/error.h"
 
 namespace prefixsim::cli {
@@ -84,8 +86,32 @@ void load_scenario_yaml(const std::string& path, Scenario& s) {
   }
 }
 
+namespace {
+
+// Reports are JSON: a string that is not UTF-8 cannot go into one.
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
 void validate(const Scenario& s) {
   auto bad = [](const std::string& flag, const std::string& msg) { throw InputError(flag + ": " + msg); };
+  const std::pair<const char*, const std::string*> strings[] = {
+      {"--trace", &s.trace}, {"--workload", &s.workload}, {"--format", &s.format}, {"--mode", &s.mode},
+      {"--policy", &s.policy}, {"--model", &s.model}, {"--gpu", &s.gpu}, {"--profile", &s.profile},
+      {"--out", &s.out}};
+  for (const auto& [flag, str] : strings)
+    if (!valid_utf8(*str)) bad(flag, "must be valid UTF-8 (it goes into report.json)");
   if (s.mode != "engine" && s.mode != "cache") bad("--mode", "must be engine or cache, not '" + s.mode + "'");
   if (s.block_size < 1 || s.block_size > 4096) bad("--block-size", "must be in [1, 4096]");
   if (s.trace_block_size < 0 || s.trace_block_size > (1 << 20)) bad("--trace-block-size", "must be in [1, 2^20]");

@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "sim/sched_runner.h"
+#include "policies/registry.h"
 #include "test/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -14,6 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return fuzz::guarded([&] {
     SchedOptions opts;
     opts.check_invariants = true;
+    opts.make_policy = [] { return make_policy("lru"); };
     run_sched(in, "fuzz.jsonl", out, opts);
   });
 }

@@ -154,7 +154,14 @@ TEST_CASE("engine properties hold on random traces, pool sizes and scheduler set
     Engine engine(cfg, kv, exec);
     engine.set_observer(&chk);
     VectorSource src(std::move(tr.reqs));
-    const EngineResult res = engine.run(src);
+    EngineResult res;
+    try {
+      res = engine.run(src);
+    } catch (const std::exception& e) {
+      FAIL("engine threw: " << e.what() << " (pool: " << pool.num_free() << " of " << pool.num_usable()
+                            << " blocks free; " << chk.steps << " steps, " << chk.finished << " finished, "
+                            << chk.refused << " refused, " << chk.preempted << " preemptions)");
+    }
 
     CHECK(res.arrived == static_cast<uint64_t>(n));
     CHECK(src.handed_out() == static_cast<uint64_t>(n));
