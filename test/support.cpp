@@ -51,6 +51,15 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+std::vector<nlohmann::json> parse_jsonl(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 CliResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text) {
   const std::string bin = env_or("PREFIXSIM_BIN", "prefixsim");
   const std::string dir = temp_dir("cli");

@@ -2,6 +2,7 @@
 // ../shared (tests that need it skip when it is absent), running the CLI.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@ std::optional<std::string> shared_path(const std::string& rel);
 // A fresh empty directory under the build's temp area.
 std::string temp_dir(const std::string& tag);
 std::string read_file(const std::string& path);
+// One parsed JSON value per non-empty line (golden outputs, runner outputs).
+std::vector<nlohmann::json> parse_jsonl(const std::string& text);
 
 struct CliResult {
   int rc = -1;

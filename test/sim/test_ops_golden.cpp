@@ -11,17 +11,6 @@
 
 using namespace prefixsim;
 
-namespace {
-std::vector<nlohmann::json> parse_lines(const std::string& text) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-}  // namespace
-
 TEST_CASE("ops reproduces every vLLM v1 golden case op by op", "[golden][ops]") {
   const auto cases = nlohmann::json::parse(test::read_file(test::data_path("golden/vllm-v1/cases.json")));
   REQUIRE(cases.size() == 11);
@@ -35,8 +24,8 @@ TEST_CASE("ops reproduces every vLLM v1 golden case op by op", "[golden][ops]") 
       o.check_invariants = true;
       o.make_policy = [] { return make_policy("lru"); };
       run_ops(in, ops, out, o);
-      const auto got = parse_lines(out.str());
-      const auto want = parse_lines(test::read_file(test::data_path("golden/vllm-v1/" + name + ".expected.jsonl")));
+      const auto got = test::parse_jsonl(out.str());
+      const auto want = test::parse_jsonl(test::read_file(test::data_path("golden/vllm-v1/" + name + ".expected.jsonl")));
       REQUIRE(got.size() == want.size());
       for (size_t i = 0; i < want.size(); ++i) {
         INFO(name << " line " << i + 1);

@@ -12,14 +12,6 @@
 using namespace prefixsim;
 
 namespace {
-std::vector<nlohmann::json> parse_lines(const std::string& text) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
 
 std::string run_case(const std::string& name, bool check) {
   const std::string steps = test::data_path("golden/vllm-v1-scheduler/" + name + ".steps.jsonl");
@@ -39,9 +31,9 @@ TEST_CASE("sched reproduces every vLLM v1 scheduler golden case step by step", "
   for (auto it = cases.begin(); it != cases.end(); ++it) {
     const std::string name = it.key();
     SECTION(name) {
-      const auto got = parse_lines(run_case(name, true));
+      const auto got = test::parse_jsonl(run_case(name, true));
       const auto want =
-          parse_lines(test::read_file(test::data_path("golden/vllm-v1-scheduler/" + name + ".expected.jsonl")));
+          test::parse_jsonl(test::read_file(test::data_path("golden/vllm-v1-scheduler/" + name + ".expected.jsonl")));
       REQUIRE(got.size() == want.size());
       for (size_t i = 0; i < want.size(); ++i) {
         INFO(name << " line " << i + 1);
