@@ -8,7 +8,8 @@
 // Not a proven optimum here: with blocks pinned by running requests and
 // hits that need the whole prefix chain, MIN's optimality proof does not
 // apply; it is a strong offline heuristic and a useful reference line.
-// The replay must call on_request(i) before request i's lookup.
+// The replay must call on_request(i) before request i's lookup, and cache
+// blocks with their keys (an interned PreparedTrace replay).
 #pragma once
 
 #include <memory>
@@ -27,13 +28,13 @@ class BeladyPolicy final : public HeapPolicy {
 
  protected:
   void init_state(int32_t num_blocks) override {
-    id_.assign(static_cast<size_t>(num_blocks), BlockFuture::kNoId);
+    id_.assign(static_cast<size_t>(num_blocks), kNoKey);
     depth_.assign(static_cast<size_t>(num_blocks), 0);
-    cursor_.assign(future_->num_ids(), 0);
+    cursor_.assign(future_->num_keys(), 0);
     now_ = 0;
   }
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
-    id_[b] = future_->id_of(info.hash);
+    id_[b] = info.key;  // kNoKey (a pool that is not keyed): no known future
     depth_[b] = info.depth;
   }
   HeapKey release_key(BlockId b) override {
@@ -52,7 +53,7 @@ class BeladyPolicy final : public HeapPolicy {
   // requests are replayed in order.
   uint32_t next_use(BlockId b) {
     const uint32_t id = id_[b];
-    if (id == BlockFuture::kNoId) return BlockFuture::kNever;
+    if (id == kNoKey || id >= future_->num_keys()) return BlockFuture::kNever;
     const auto uses = future_->uses(id);
     uint32_t c = cursor_[id];
     while (c < uses.size() && uses[c] <= now_) ++c;
@@ -61,9 +62,9 @@ class BeladyPolicy final : public HeapPolicy {
   }
 
   std::shared_ptr<const BlockFuture> future_;
-  std::vector<uint32_t> id_;      // future id of each cached block's hash
+  std::vector<uint32_t> id_;      // key of each cached block's hash
   std::vector<uint32_t> depth_;
-  std::vector<uint32_t> cursor_;  // per future id: first use not yet passed
+  std::vector<uint32_t> cursor_;  // per key: first use not yet passed
   uint64_t now_ = 0;
 };
 

@@ -1,15 +1,15 @@
 // The future of a trace, for the offline policy (belady): for every block
-// hash that some request will look up, the ordered list of the requests
-// (by their 0-based position in the replay) that look it up. Built once by
-// a pre-pass over the trace and shared read-only by every replay of it
-// (threads included).
+// key (a distinct hash of an interned PreparedTrace) the ordered list of the
+// requests (by their 0-based position in the replay) that look it up. Built
+// once by a pre-pass over the trace and shared read-only by every replay of
+// it (threads included). Indexed by key, so a policy finds a block's future
+// with one load (CachedBlockInfo::key) instead of a hash-table probe.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/types.h"
@@ -18,27 +18,22 @@ namespace prefixsim {
 
 class BlockFuture {
  public:
-  static constexpr uint32_t kNoId = UINT32_MAX;
   static constexpr uint32_t kNever = UINT32_MAX;
 
-  // lookup_hashes(i): the hashes request i's prefix lookup may hit, in order.
+  // lookup_keys(i): the keys request i's prefix lookup may hit, in order;
+  // every key is below num_keys.
   static std::shared_ptr<const BlockFuture> build(
-      size_t num_requests, const std::function<std::span<const BlockHash>(size_t)>& lookup_hashes);
+      uint32_t num_keys, size_t num_requests, const std::function<std::span<const uint32_t>(size_t)>& lookup_keys);
 
-  // Dense id of a hash that is ever looked up, else kNoId.
-  uint32_t id_of(const BlockHash& h) const {
-    auto it = ids_.find(h);
-    return it == ids_.end() ? kNoId : it->second;
+  // Requests that look up this key, ascending (empty for an unknown key).
+  std::span<const uint32_t> uses(uint32_t key) const {
+    if (key >= num_keys()) return {};
+    return {uses_.data() + offsets_[key], uses_.data() + offsets_[key + 1]};
   }
-  // Requests that look up the hash with this id, ascending.
-  std::span<const uint32_t> uses(uint32_t id) const {
-    return {uses_.data() + offsets_[id], uses_.data() + offsets_[id + 1]};
-  }
-  size_t num_ids() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
+  uint32_t num_keys() const { return offsets_.empty() ? 0 : static_cast<uint32_t>(offsets_.size() - 1); }
 
  private:
-  std::unordered_map<BlockHash, uint32_t, BlockHashHasher> ids_;
-  std::vector<uint64_t> offsets_;  // CSR: uses of id i are uses_[offsets_[i] .. offsets_[i+1])
+  std::vector<uint64_t> offsets_;  // CSR: uses of key k are uses_[offsets_[k] .. offsets_[k+1])
   std::vector<uint32_t> uses_;
 };
 

@@ -39,8 +39,7 @@ class LeafFirstPolicy final : public CachedFirstPolicy {
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
     children_[b] = 0;
     parent_[b] = kNoBlock;
-    if (!info.has_parent) return;
-    const BlockId p = pool().find(info.parent);
+    const BlockId p = pool().find_parent(info);
     if (p == kNoBlock || p == b) return;
     parent_[b] = p;
     parent_gen_[b] = gen_[p];

@@ -35,7 +35,7 @@ class LruPolicy final : public EvictionPolicy {
     // slot can be fetched now, and the hash of the one after it.
     const BlockId f1 = queue_.front();
     if (f1 != kNoBlock) {
-      pool_->index().prefetch(pool_->hash_of(f1));
+      pool_->prefetch_index_of(f1);
       const BlockId f2 = queue_.next(f1);
       if (f2 != kNoBlock) __builtin_prefetch(&pool_->hash_of(f2));
     }

@@ -53,7 +53,7 @@ std::string trace_path(const BenchOptions& o) {
 PolicyContext context_for(const PreparedTrace& t) {
   PolicyContext ctx;
   ctx.block_size = t.block_size;
-  ctx.future = BlockFuture::build(t.size(), [&](size_t i) { return t.lookup_hashes(i); });
+  ctx.future = BlockFuture::build(t.num_keys(), t.size(), [&](size_t i) { return t.lookup_keys(i); });
   return ctx;
 }
 

@@ -41,9 +41,9 @@ class PolicyParams {
 // policies get their extra knowledge here.
 struct PolicyContext {
   int32_t block_size = 16;
-  // The trace's future (which request looks up which block hash), for the
-  // offline policy `belady`; built by a pre-pass (see cache_replay's
-  // lookup_hashes). Null when the caller has no trace ahead of time.
+  // The trace's future (which request looks up which block key), for the
+  // offline policy `belady`; built by a pre-pass over an interned trace
+  // (PreparedTrace::lookup_keys). Null when the caller has no trace ahead of time.
   std::shared_ptr<const BlockFuture> future;
 };
 

@@ -60,6 +60,8 @@ class BlockHashChain {
   BlockHashChain(int32_t block_size, const HashExtras* extras) : block_size_(block_size), extras_(extras) {}
 
   void reset(int32_t block_size, const HashExtras* extras);
+  // Points the chain at (an equal copy of) its extras after the owner moved.
+  void set_extras(const HashExtras* extras) { extras_ = extras; }
 
   // Append token-valued positions.
   void append_tokens(std::span<const int32_t> tokens);

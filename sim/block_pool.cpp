@@ -6,12 +6,16 @@
 
 namespace prefixsim {
 
-BlockPool::BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy)
-    : num_blocks_(num_blocks), enable_caching_(enable_caching), policy_(std::move(policy)) {
+BlockPool::BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy,
+                     uint32_t num_keys)
+    : num_blocks_(num_blocks), enable_caching_(enable_caching), policy_(std::move(policy)), keyed_(num_keys > 0) {
   if (num_blocks < 2) throw InputError("num_blocks must be at least 2 (block 0 is the null block)");
   ref_.assign(static_cast<size_t>(num_blocks), 0);
   hashes_.assign(static_cast<size_t>(num_blocks), BlockHash{});
-  index_.reset(num_blocks, &hashes_);
+  if (keyed_)
+    keys_.reset(num_blocks, num_keys);
+  else
+    index_.reset(num_blocks, &hashes_);
   num_free_ = num_blocks - 1;
   policy_->reset(*this, num_blocks);
 }
@@ -29,8 +33,11 @@ void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
   for (int32_t i = 0; i < n; ++i) {
     const BlockId b = policy_->pop_free();
     if (b <= 0 || ref_[b] != 0) throw InternalError("eviction policy handed out a block that is not free");
-    if (index_.contains_block(b)) {  // lazy eviction at reuse
-      index_.erase(b);
+    if (is_cached(b)) {  // lazy eviction at reuse
+      if (keyed_)
+        keys_.erase(b);
+      else
+        index_.erase(b);
       ++evictions_;
       policy_->on_evicted(b, hashes_[b]);
     }
@@ -42,7 +49,12 @@ void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
 
 void BlockPool::cache(BlockId b, const CachedBlockInfo& info) {
   hashes_[b] = info.hash;
-  index_.insert(b);
+  if (keyed_) {
+    if (info.key == kNoKey) throw InternalError("keyed block pool: a block was cached without its key");
+    keys_.insert(b, info.key);
+  } else {
+    index_.insert(b);
+  }
   policy_->on_cached(b, info);
 }
 
@@ -55,7 +67,7 @@ void BlockPool::release(BlockId b) {
 
 std::string BlockPool::check_invariants() const {
   std::ostringstream err;
-  if (ref_[0] != 0 || policy_->is_free(0) || index_.contains_block(0)) err << "the null block was used; ";
+  if (ref_[0] != 0 || policy_->is_free(0) || is_cached(0)) err << "the null block was used; ";
   int32_t free_seen = 0;
   size_t cached = 0;
   for (BlockId b = 1; b < num_blocks_; ++b) {
@@ -64,11 +76,11 @@ std::string BlockPool::check_invariants() const {
     if (ref_[b] > 0 && in_free) err << "block " << b << " is referenced but in the free set; ";
     if (ref_[b] == 0 && !in_free) err << "block " << b << " is unreferenced but not in the free set; ";
     free_seen += in_free ? 1 : 0;
-    if (index_.contains_block(b)) {
+    if (is_cached(b)) {
       ++cached;
-      // Findable: the chain under its hash reaches it.
-      BlockId c = index_.find(hashes_[b]);
-      while (c != kNoBlock && c != b) c = index_.next_duplicate(c);
+      // Findable: the chain under its hash (or key) reaches it.
+      BlockId c = keyed_ ? keys_.find(keys_.key_of(b)) : index_.find(hashes_[b]);
+      while (c != kNoBlock && c != b) c = keyed_ ? keys_.next_duplicate(c) : index_.next_duplicate(c);
       if (c != b) err << "cached block " << b << " is not findable by its hash; ";
     }
     if (!err.str().empty() && err.str().size() > 400) break;
@@ -81,7 +93,7 @@ std::string BlockPool::check_invariants() const {
 }
 
 size_t BlockPool::metadata_bytes() const {
-  return ref_.capacity() * sizeof(int32_t) + hashes_.capacity() * sizeof(BlockHash) + index_.bytes() +
+  return ref_.capacity() * sizeof(int32_t) + hashes_.capacity() * sizeof(BlockHash) + index_.bytes() + keys_.bytes() +
          policy_->bytes();
 }
 

@@ -8,6 +8,8 @@
 //   once); num_free() == the free set's size; a block is cached iff the index
 //   holds it, and the index finds every cached hash; block 0 (the null block)
 //   is never referenced, freed or cached.
+// In keyed mode (num_keys > 0, interned traces) a DenseKeyIndex replaces the
+// hash index: same rules, looked up by the hash's dense key.
 // A free block may still be cached: it stays findable until it is reused
 // (lazy eviction), which is how a finished request's prefix is hit later.
 #pragma once
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "sim/block_hash_index.h"
+#include "sim/dense_key_index.h"
 #include "sim/eviction_policy.h"
 #include "sim/types.h"
 
@@ -26,7 +29,8 @@ namespace prefixsim {
 
 class BlockPool {
  public:
-  BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy);
+  BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy,
+            uint32_t num_keys = 0);
   // Policies may keep a pointer to the pool that owns them (reset()).
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
@@ -38,11 +42,27 @@ class BlockPool {
   double usage() const { return 1.0 - static_cast<double>(num_free_) / static_cast<double>(num_usable()); }
 
   int32_t ref_count(BlockId b) const { return ref_[b]; }
-  bool is_cached(BlockId b) const { return index_.contains_block(b); }
+  bool is_cached(BlockId b) const { return keyed_ ? keys_.contains_block(b) : index_.contains_block(b); }
+  bool keyed() const { return keyed_; }
   const BlockHash& hash_of(BlockId b) const { return hashes_[b]; }
   // Earliest-inserted cached block with this hash, or kNoBlock.
   BlockId find(const BlockHash& h) const { return index_.find(h); }
   const BlockHashIndex& index() const { return index_; }
+  // Keyed mode: earliest-inserted cached block with this key, or kNoBlock.
+  BlockId find_key(uint32_t key) const { return keys_.find(key); }
+  // The earliest cached block holding info's parent (by key in keyed mode).
+  BlockId find_parent(const CachedBlockInfo& info) const {
+    if (!info.has_parent) return kNoBlock;
+    if (keyed_) return info.parent_key == kNoKey ? kNoBlock : keys_.find(info.parent_key);
+    return index_.find(info.parent);
+  }
+  // Hints the CPU to fetch what evicting cached block b will touch in the index.
+  void prefetch_index_of(BlockId b) const {
+    if (keyed_)
+      keys_.prefetch(keys_.key_of(b));
+    else
+      index_.prefetch(hashes_[b]);
+  }
   EvictionPolicy& policy() { return *policy_; }
   const EvictionPolicy& policy() const { return *policy_; }
 
@@ -52,7 +72,8 @@ class BlockPool {
   // Pop n blocks chosen by the policy, evicting any stale hash; append them
   // to `out`. The caller has checked n <= num_free().
   void allocate(int32_t n, std::vector<BlockId>& out);
-  // Insert the hash of a just-filled block into the index.
+  // Insert the hash of a just-filled block into the index (keyed mode: under
+  // info.key).
   void cache(BlockId b, const CachedBlockInfo& info);
   // Release blocks in the given order (callers pass a block table reversed,
   // so a request's tail blocks are evicted first).
@@ -72,6 +93,8 @@ class BlockPool {
   std::vector<int32_t> ref_;
   std::vector<BlockHash> hashes_;
   BlockHashIndex index_;
+  bool keyed_ = false;
+  DenseKeyIndex keys_;
   int32_t num_free_ = 0;
   uint64_t evictions_ = 0;
 };

@@ -10,34 +10,98 @@ namespace {
 
 // Feeds prompt + output of r into chain (reset first). `out` is scratch.
 void hash_request(const Request& r, int32_t block_size, BlockHashChain& chain, std::vector<int32_t>& out) {
-  chain.reset(block_size, &r.extras);
-  r.append_prompt_to(chain);
+  r.hash_prompt(chain, block_size);
   out.clear();
   for (int64_t k = 0; k < r.output_len; ++k) out.push_back(r.output_token(k));
   chain.append_tokens(out);
 }
 
+// Interns block hashes: open addressing over 4-byte slots holding key + 1
+// (0 = empty); equality on the full hash in key_hashes. Grows at load 1/2.
+class HashInterner {
+ public:
+  explicit HashInterner(std::vector<BlockHash>& key_hashes) : hashes_(key_hashes) { slots_.assign(1 << 16, 0); }
+  uint32_t intern(const BlockHash& h) {
+    if ((hashes_.size() + 1) * 2 > slots_.size()) grow();
+    const uint64_t mask = slots_.size() - 1;
+    for (uint64_t i = h.lo & mask;; i = (i + 1) & mask) {
+      const uint32_t s = slots_[i];
+      if (s == 0) {
+        if (hashes_.size() >= UINT32_MAX - 1) throw InputError("trace: more than 2^32-2 distinct blocks");
+        hashes_.push_back(h);
+        slots_[i] = static_cast<uint32_t>(hashes_.size());
+        return slots_[i] - 1;
+      }
+      if (hashes_[s - 1] == h) return s - 1;
+    }
+  }
+
+ private:
+  void grow() {
+    slots_.assign(slots_.size() * 2, 0);
+    const uint64_t mask = slots_.size() - 1;
+    for (size_t k = 0; k < hashes_.size(); ++k) {
+      uint64_t i = hashes_[k].lo & mask;
+      while (slots_[i] != 0) i = (i + 1) & mask;
+      slots_[i] = static_cast<uint32_t>(k + 1);
+    }
+  }
+  std::vector<BlockHash>& hashes_;
+  std::vector<uint32_t> slots_;
+};
+
 class Preparer {
  public:
-  explicit Preparer(int32_t block_size) { t_.block_size = block_size; }
+  explicit Preparer(int32_t block_size) : interner_(t_.key_hashes) { t_.block_size = block_size; }
   void add(const Request& r) {
     hash_request(r, t_.block_size, chain_, scratch_);
     PreparedTrace::Entry e;
-    e.offset = t_.hashes.size();
-    e.num_hashes = static_cast<uint32_t>(chain_.hashes().size());
+    e.offset = t_.keys.size();
+    e.num_keys = static_cast<uint32_t>(chain_.hashes().size());
     e.prompt_len = r.prompt_len;
     e.total_len = r.prompt_len + r.output_len;
-    t_.hashes.insert(t_.hashes.end(), chain_.hashes().begin(), chain_.hashes().end());
+    for (const BlockHash& h : chain_.hashes()) t_.keys.push_back(interner_.intern(h));
     t_.requests.push_back(e);
     t_.prompt_tokens += r.prompt_len;
     t_.output_tokens += r.output_len;
   }
-  PreparedTrace take() { return std::move(t_); }
+  PreparedTrace take() {
+    t_.keys.shrink_to_fit();
+    t_.key_hashes.shrink_to_fit();
+    return std::move(t_);
+  }
 
  private:
   PreparedTrace t_;
+  HashInterner interner_;
   BlockHashChain chain_;
   std::vector<int32_t> scratch_;
+};
+
+// The two ways a replay sees a request's chain: hashes looked up in the hash
+// index, or interned keys looked up in the dense index.
+struct HashChain {
+  std::span<const BlockHash> hashes;
+  size_t size() const { return hashes.size(); }
+  BlockId find(const BlockPool& pool, size_t i) const { return pool.find(hashes[i]); }
+  void describe(size_t i, CachedBlockInfo& info) const {
+    info.hash = hashes[i];
+    if (i > 0) info.parent = hashes[i - 1];
+  }
+};
+struct KeyChain {
+  std::span<const uint32_t> keys;
+  std::span<const BlockHash> key_hashes;
+  size_t size() const { return keys.size(); }
+  BlockId find(const BlockPool& pool, size_t i) const { return pool.find_key(keys[i]); }
+  void describe(size_t i, CachedBlockInfo& info) const {
+    info.key = keys[i];
+    info.hash = key_hashes[keys[i]];
+    if (i > 0) {
+      info.parent_key = keys[i - 1];
+      info.parent = key_hashes[keys[i - 1]];
+    }
+  }
 };
 
 int32_t pool_blocks(int64_t num_blocks) {
@@ -48,10 +112,10 @@ int32_t pool_blocks(int64_t num_blocks) {
 
 }  // namespace
 
-std::span<const BlockHash> PreparedTrace::lookup_hashes(size_t i) const {
+std::span<const uint32_t> PreparedTrace::lookup_keys(size_t i) const {
   const Entry& e = requests[i];
   const uint64_t cap = static_cast<uint64_t>((e.prompt_len - 1) / block_size);
-  return {hashes.data() + e.offset, static_cast<size_t>(std::min<uint64_t>(e.num_hashes, cap))};
+  return {keys.data() + e.offset, static_cast<size_t>(std::min<uint64_t>(e.num_keys, cap))};
 }
 
 PreparedTrace prepare_trace(RequestSource& src, int32_t block_size) {
@@ -68,20 +132,34 @@ PreparedTrace prepare_trace(std::span<const Request> requests, int32_t block_siz
 }
 
 CacheReplayer::CacheReplayer(int32_t block_size, int64_t num_blocks, std::unique_ptr<EvictionPolicy> policy,
-                             bool check_invariants)
-    : block_size_(block_size), pool_(pool_blocks(num_blocks), true, std::move(policy)), check_(check_invariants) {
+                             bool check_invariants, uint32_t num_keys)
+    : block_size_(block_size),
+      pool_(pool_blocks(num_blocks), true, std::move(policy), num_keys),
+      check_(check_invariants) {
   if (block_size <= 0) throw InputError("block size must be positive");
 }
 
 void CacheReplayer::step(std::span<const BlockHash> hashes, int64_t prompt_len, int64_t total_len) {
+  if (pool_.keyed()) throw InternalError("cache replay: a keyed replay was given hashes");
+  step_impl(HashChain{hashes}, prompt_len, total_len);
+}
+
+void CacheReplayer::step_keys(std::span<const uint32_t> keys, std::span<const BlockHash> key_hashes,
+                              int64_t prompt_len, int64_t total_len) {
+  if (!pool_.keyed()) throw InternalError("cache replay: a hash-indexed replay was given keys");
+  step_impl(KeyChain{keys, key_hashes}, prompt_len, total_len);
+}
+
+template <class Chain>
+void CacheReplayer::step_impl(const Chain& chain, int64_t prompt_len, int64_t total_len) {
   const int64_t B = block_size_;
   pool_.policy().on_request(seq_++);
   // Lookup (KvCacheManager::lookup): walk from block 0, stop at the first
   // miss, never the block holding the last prompt token.
   table_.clear();
-  const size_t max_hit = std::min(hashes.size(), static_cast<size_t>((prompt_len - 1) / B));
+  const size_t max_hit = std::min(chain.size(), static_cast<size_t>((prompt_len - 1) / B));
   for (size_t i = 0; i < max_hit; ++i) {
-    const BlockId b = pool_.find(hashes[i]);
+    const BlockId b = chain.find(pool_, i);
     if (b == kNoBlock) break;
     table_.push_back(b);
   }
@@ -106,12 +184,11 @@ void CacheReplayer::step(std::span<const BlockHash> hashes, int64_t prompt_len, 
   pool_.touch(table_);
   pool_.allocate(static_cast<int32_t>(need_total - num_hit), table_);
   r_.allocated_blocks += static_cast<uint64_t>(need_total - num_hit);
-  const size_t full = std::min(hashes.size(), static_cast<size_t>(total_len / B));
+  const size_t full = std::min(chain.size(), static_cast<size_t>(total_len / B));
   for (size_t i = static_cast<size_t>(num_hit); i < full; ++i) {
     CachedBlockInfo info;
-    info.hash = hashes[i];
+    chain.describe(i, info);
     info.has_parent = i > 0;
-    if (i > 0) info.parent = hashes[i - 1];
     info.depth = static_cast<uint32_t>(i);
     pool_.cache(table_[i], info);
   }
@@ -136,9 +213,10 @@ CacheReplayResult CacheReplayer::result() const {
 
 CacheReplayResult run_cache_replay(const PreparedTrace& trace, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants) {
-  CacheReplayer rep(trace.block_size, num_blocks, std::move(policy), check_invariants);
+  CacheReplayer rep(trace.block_size, num_blocks, std::move(policy), check_invariants,
+                    std::max<uint32_t>(trace.num_keys(), 1));
   for (size_t i = 0; i < trace.size(); ++i)
-    rep.step(trace.hashes_of(i), trace.requests[i].prompt_len, trace.requests[i].total_len);
+    rep.step_keys(trace.keys_of(i), trace.key_hashes, trace.requests[i].prompt_len, trace.requests[i].total_len);
   return rep.result();
 }
 

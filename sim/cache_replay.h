@@ -41,26 +41,30 @@ struct CacheReplayResult {
   int64_t refused_prompt_tokens = 0;
 };
 
-// A trace hashed once for one block size: per request, the hash chain of
-// its prompt + output (full blocks only), flattened.
+// A trace hashed once for one block size and *interned*: every distinct
+// full-block hash gets a dense key (0, 1, ... in order of first appearance),
+// and each request is the flattened run of keys of its prompt + output. A
+// replay over keys looks blocks up in an array (DenseKeyIndex) instead of a
+// hash table, and the keys are 4 bytes per block instead of 16. Interning
+// compares all 128 bits, so it is exact.
 struct PreparedTrace {
   struct Entry {
-    uint64_t offset = 0;      // into hashes
-    uint32_t num_hashes = 0;  // full blocks of prompt + output
+    uint64_t offset = 0;    // into keys
+    uint32_t num_keys = 0;  // full blocks of prompt + output
     int64_t prompt_len = 0;
-    int64_t total_len = 0;    // prompt + output
+    int64_t total_len = 0;  // prompt + output
   };
   int32_t block_size = 16;
-  std::vector<BlockHash> hashes;
+  std::vector<uint32_t> keys;
+  std::vector<BlockHash> key_hashes;  // by key: the hash it stands for
   std::vector<Entry> requests;
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
 
-  std::span<const BlockHash> hashes_of(size_t i) const {
-    return {hashes.data() + requests[i].offset, requests[i].num_hashes};
-  }
-  // The hashes request i's lookup may hit (for the offline policy's future).
-  std::span<const BlockHash> lookup_hashes(size_t i) const;
+  std::span<const uint32_t> keys_of(size_t i) const { return {keys.data() + requests[i].offset, requests[i].num_keys}; }
+  // The keys request i's lookup may hit (for the offline policy's future).
+  std::span<const uint32_t> lookup_keys(size_t i) const;
+  uint32_t num_keys() const { return static_cast<uint32_t>(key_hashes.size()); }
   size_t size() const { return requests.size(); }
 };
 
@@ -70,16 +74,24 @@ PreparedTrace prepare_trace(std::span<const Request> requests, int32_t block_siz
 // Replays one request after another on a pool of num_blocks blocks (block 0
 // included). The policy must be freshly made. With check_invariants the pool
 // is checked after every request (InternalError on a violation).
+// num_keys > 0: the replay is over an interned trace with that many keys,
+// and step_keys() is used instead of step().
 class CacheReplayer {
  public:
   CacheReplayer(int32_t block_size, int64_t num_blocks, std::unique_ptr<EvictionPolicy> policy,
-                bool check_invariants = false);
+                bool check_invariants = false, uint32_t num_keys = 0);
   // `hashes`: full-block hashes of prompt + output.
   void step(std::span<const BlockHash> hashes, int64_t prompt_len, int64_t total_len);
+  // `keys`: their dense keys; key_hashes maps a key back to its hash.
+  void step_keys(std::span<const uint32_t> keys, std::span<const BlockHash> key_hashes, int64_t prompt_len,
+                 int64_t total_len);
   CacheReplayResult result() const;
   const BlockPool& pool() const { return pool_; }
 
  private:
+  template <class Chain>
+  void step_impl(const Chain& chain, int64_t prompt_len, int64_t total_len);
+
   int32_t block_size_;
   BlockPool pool_;
   bool check_;

@@ -29,6 +29,10 @@ struct CachedBlockInfo {
   BlockHash parent;     // hash of the previous block in the chain (if has_parent)
   bool has_parent = false;
   uint32_t depth = 0;   // position of the block in its chain (0 = first block)
+  // The hash's dense key when the pool replays an interned trace
+  // (PreparedTrace), else kNoKey. Offline policies index their future by it.
+  uint32_t key = kNoKey;
+  uint32_t parent_key = kNoKey;
 };
 
 class EvictionPolicy {

@@ -14,6 +14,7 @@
 // `prefixsim analyze` computes it for any trace size.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <vector>
 
@@ -33,16 +34,37 @@ class IdealHitSource final : public RequestSource {
   bool next(Request& out) override {
     if (!inner_.next(out)) return false;
     prompt_tokens_ += out.prompt_len;
-    if (overflowed_) return true;
+    if (overflowed_) {
+      out.prompt_chain = BlockHashChain{};
+      return true;
+    }
     chain_.reset(block_size_, &out.extras);
     out.append_prompt_to(chain_);
+    out.prompt_chain = chain_;  // handed on, so the replay does not hash the prompt again
     const size_t max_hit = static_cast<size_t>((out.prompt_len - 1) / block_size_);
+    const auto& prompt = chain_.hashes();
+    // The probes are cache misses in a table of up to 128 MiB: fetch a few
+    // ahead so they overlap (prefetching does not change any result).
+    constexpr size_t kAhead = 8;
+    for (size_t i = 0; i < std::min(kAhead, prompt.size()); ++i) prefetch(prompt[i]);
     size_t hit = 0;
-    while (hit < max_hit && hit < chain_.hashes().size() && contains(chain_.hashes()[hit])) ++hit;
+    while (hit < max_hit && hit < prompt.size()) {
+      if (hit + kAhead < prompt.size()) prefetch(prompt[hit + kAhead]);
+      if (!contains(prompt[hit])) break;
+      ++hit;
+    }
     outputs_.clear();
-    for (int64_t k = 0; k + 1 < out.output_len; ++k) outputs_.push_back(out.output_token(k));
+    const uint64_t key = out.output_key();
+    for (int64_t k = 0; k + 1 < out.output_len; ++k) outputs_.push_back(out.output_token(key, k));
     chain_.append_tokens(outputs_);
-    for (const BlockHash& h : chain_.hashes()) insert(h);
+    // The first `hit` blocks are in the set already.
+    const auto& all = chain_.hashes();
+    for (size_t i = hit; i < std::min(hit + kAhead, all.size()); ++i) prefetch(all[i]);
+    for (size_t i = hit; i < all.size(); ++i) {
+      if (i + kAhead < all.size()) prefetch(all[i + kAhead]);
+      insert(all[i]);
+      if (overflowed_) break;
+    }
     hit_tokens_ += static_cast<int64_t>(hit) * block_size_;
     counted_tokens_ += out.prompt_len;
     return true;
@@ -58,6 +80,9 @@ class IdealHitSource final : public RequestSource {
  private:
   // 0 marks an empty slot, so a fingerprint of 0 is stored as 1.
   static uint64_t fingerprint(const BlockHash& h) { return h.lo ? h.lo : 1; }
+  void prefetch(const BlockHash& h) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[fingerprint(h) & (slots_.size() - 1)]);
+  }
   bool contains(const BlockHash& h) const {
     const uint64_t f = fingerprint(h), mask = slots_.size() - 1;
     for (uint64_t i = f & mask;; i = (i + 1) & mask) {

@@ -17,6 +17,16 @@ void Request::append_prompt_to(BlockHashChain& chain) const {
   }
 }
 
+void Request::hash_prompt(BlockHashChain& chain, int32_t block_size) const {
+  if (prompt_chain.block_size() == block_size && prompt_chain.num_tokens() == prompt_len) {
+    chain = prompt_chain;
+    chain.set_extras(&extras);
+    return;
+  }
+  chain.reset(block_size, &extras);
+  append_prompt_to(chain);
+}
+
 uint64_t Request::output_key() const { return XXH3_64bits_withSeed(id.data(), id.size(), 0x6f75747075ULL); }
 
 int32_t Request::output_token(uint64_t key, int64_t k) const {
@@ -62,6 +72,7 @@ void Request::clear() {
   output_tokens.clear();
   session.clear();
   extras = HashExtras{};
+  prompt_chain.reset(prompt_chain.block_size(), nullptr);
 }
 
 }  // namespace prefixsim

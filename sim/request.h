@@ -30,10 +30,19 @@ struct Request {
   std::string session;                 // conversation / session id ("" if none)
   HashExtras extras;                   // salt, LoRA, multimodal inputs
 
+  // The prompt's hash chain, when a stage upstream already computed it (the
+  // replay's ideal-hit-rate pass does), so the scheduler does not hash the
+  // prompt a second time. Derived data: empty unless set, and used only
+  // when its block size matches (hash_prompt).
+  BlockHashChain prompt_chain;
+
   bool identity_form() const { return !hash_ids.empty(); }
 
   // Feeds the prompt into `chain` (which must be empty).
   void append_prompt_to(BlockHashChain& chain) const;
+  // Resets `chain` to this prompt's chain at `block_size` (extras: this
+  // request's): a copy of prompt_chain when it fits, else hashed now.
+  void hash_prompt(BlockHashChain& chain, int32_t block_size) const;
 
   // The k-th output token: the recorded one when present, else a
   // deterministic function of (id, k) so that replays are reproducible.

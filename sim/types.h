@@ -10,6 +10,9 @@ namespace prefixsim {
 using BlockId = int32_t;           // index into the block pool; 0 is the null block
 inline constexpr BlockId kNoBlock = -1;
 
+// Dense number of a distinct block hash in an interned trace (PreparedTrace).
+inline constexpr uint32_t kNoKey = UINT32_MAX;
+
 using TimeNs = int64_t;            // simulated time, integer nanoseconds
 
 // A 128-bit block hash (XXH3-128). 64 bits collide with real probability on

@@ -244,7 +244,7 @@ int cmd_compare(const Args& args) {
   {
     PolicyContext probe;
     probe.block_size = block_size;
-    probe.future = BlockFuture::build(0, [](size_t) { return std::span<const BlockHash>{}; });
+    probe.future = BlockFuture::build(0, 0, [](size_t) { return std::span<const uint32_t>{}; });
     for (const std::string& s : specs) make_policy(s, probe);
   }
 
@@ -296,7 +296,7 @@ int cmd_compare(const Args& args) {
   if (trace.size() == 0) throw InputError(trace_path + ": the trace has no requests");
   PolicyContext ctx;
   ctx.block_size = block_size;
-  if (need_future) ctx.future = BlockFuture::build(trace.size(), [&](size_t i) { return trace.lookup_hashes(i); });
+  if (need_future) ctx.future = BlockFuture::build(trace.num_keys(), trace.size(), [&](size_t i) { return trace.lookup_keys(i); });
 
   // Every pair, over a pool of threads; each result lands in its own slot.
   std::vector<Pair> pairs;

@@ -16,7 +16,7 @@
 namespace prefixsim::test {
 
 inline std::shared_ptr<const BlockFuture> empty_future() {
-  return BlockFuture::build(0, [](size_t) { return std::span<const BlockHash>{}; });
+  return BlockFuture::build(0, 0, [](size_t) { return std::span<const uint32_t>{}; });
 }
 
 inline std::unique_ptr<EvictionPolicy> any_policy(const std::string& spec, int32_t block_size = 4,

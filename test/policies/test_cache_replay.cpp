@@ -8,6 +8,8 @@
 #include <random>
 
 #include "policies/block_future.h"
+#include "sim/dense_key_index.h"
+#include "sim/error.h"
 #include "sim/kv_cache_manager.h"
 #include "test/policies/policy_test_util.h"
 #include "test/support.h"
@@ -111,6 +113,72 @@ TEST_CASE("cache replay gives the same result from requests, a prepared trace an
   REQUIRE(a.hit_rate == Approx(static_cast<double>(a.hit_tokens) / static_cast<double>(a.prompt_tokens)));
 }
 
+TEST_CASE("an interned (keyed) replay evicts and hits exactly as a hash-indexed one, for every policy",
+          "[cache-replay][property]") {
+  constexpr int32_t B = 4;
+  for (uint64_t seed = 11; seed <= 14; ++seed) {
+    const auto trace = small_trace(seed, 300);
+    const PreparedTrace t = prepare_trace(trace, B);
+    // Interning: one key per distinct hash, first appearance first.
+    REQUIRE(t.num_keys() > 0);
+    REQUIRE(t.num_keys() < t.keys.size());  // the trace shares prefixes
+    for (size_t i = 0, next = 0; i < t.keys.size(); ++i) {
+      REQUIRE(t.keys[i] <= next);
+      if (t.keys[i] == next) ++next;
+    }
+    for (const PolicyInfo& info : policy_registry()) {
+      if (info.name == "belady") continue;  // its future exists for keyed replays only
+      for (int64_t blocks : {9, 25, 70}) {
+        INFO("seed " << seed << " policy " << info.name << " blocks " << blocks);
+        CacheReplayer by_hash(B, blocks, test::any_policy(info.name, B), true);
+        CacheReplayer by_key(B, blocks, test::any_policy(info.name, B), true, t.num_keys());
+        BlockHashChain chain;
+        std::vector<int32_t> outputs;
+        for (size_t i = 0; i < trace.size(); ++i) {
+          const Request& r = trace[i];
+          chain.reset(B, &r.extras);
+          r.append_prompt_to(chain);
+          outputs.clear();
+          for (int64_t k = 0; k < r.output_len; ++k) outputs.push_back(r.output_token(k));
+          chain.append_tokens(outputs);
+          by_hash.step(chain.hashes(), r.prompt_len, r.prompt_len + r.output_len);
+          by_key.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+          // Block for block: the same blocks hold the same content.
+          for (BlockId b = 1; b < blocks; ++b) {
+            REQUIRE(by_hash.pool().is_cached(b) == by_key.pool().is_cached(b));
+            if (by_hash.pool().is_cached(b)) REQUIRE(by_hash.pool().hash_of(b) == by_key.pool().hash_of(b));
+          }
+        }
+        REQUIRE(by_hash.result().hit_tokens == by_key.result().hit_tokens);
+        REQUIRE(by_hash.result().evictions == by_key.result().evictions);
+      }
+    }
+  }
+}
+
+TEST_CASE("the dense key index keeps duplicates in insertion order, as the hash index does", "[cache-replay]") {
+  DenseKeyIndex ix;
+  ix.reset(8, 3);
+  REQUIRE(ix.find(1) == kNoBlock);
+  ix.insert(5, 1);
+  ix.insert(2, 1);
+  ix.insert(7, 1);
+  ix.insert(3, 0);
+  REQUIRE(ix.find(1) == 5);
+  REQUIRE(ix.next_duplicate(5) == 2);
+  REQUIRE(ix.next_duplicate(2) == 7);
+  ix.erase(2);  // from the middle
+  REQUIRE(ix.next_duplicate(5) == 7);
+  REQUIRE_FALSE(ix.contains_block(2));
+  ix.erase(5);  // the head: the next earliest takes its place
+  REQUIRE(ix.find(1) == 7);
+  ix.erase(7);
+  REQUIRE(ix.find(1) == kNoBlock);
+  REQUIRE(ix.find(0) == 3);
+  REQUIRE(ix.key_of(3) == 0);
+  REQUIRE_THROWS_AS(ix.erase(6), InternalError);
+}
+
 TEST_CASE("cache replay counts a request larger than the pool as refused, never silently", "[cache-replay]") {
   constexpr int32_t B = 4;
   std::vector<Request> trace = {test::token_request("small", {}, 7, 1, 0), test::token_request("big", {}, 40, 2, 0),
@@ -127,7 +195,7 @@ TEST_CASE("belady hits at least as much as every other policy on small traces", 
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     const auto trace = small_trace(seed, 250);
     const PreparedTrace t = prepare_trace(trace, B);
-    const auto future = BlockFuture::build(t.size(), [&](size_t i) { return t.lookup_hashes(i); });
+    const auto future = BlockFuture::build(t.num_keys(), t.size(), [&](size_t i) { return t.lookup_keys(i); });
     for (int64_t blocks : {12, 20, 35, 60}) {
       const auto best = run_cache_replay(t, blocks, test::any_policy("belady", B, future), true);
       for (const PolicyInfo& info : policy_registry()) {
