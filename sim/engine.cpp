@@ -15,14 +15,6 @@ constexpr int32_t kPrioStepDone = 0;
 constexpr int32_t kPrioArrival = 1;
 constexpr int32_t kPrioStartStep = 2;
 
-void add_stats(PrefixCacheStats& sum, const PrefixCacheStats& s) {
-  sum.requests += s.requests;
-  sum.queries += s.queries;
-  sum.hits += s.hits;
-  sum.preempted_requests += s.preempted_requests;
-  sum.preempted_queries += s.preempted_queries;
-  sum.preempted_hits += s.preempted_hits;
-}
 }  // namespace
 
 Engine::Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, const TokenSource* tokens)
@@ -85,7 +77,7 @@ void Engine::start_step() {
     // reports finished ids): no model call, no time passes.
     sched_.update_from_output();
     res_.preemptions += plan.preempted.size();
-    add_stats(res_.prefix_cache, plan.prefix_stats);
+    res_.prefix_cache += plan.prefix_stats;
     if (sched_.num_running() + sched_.num_waiting() > 0) {
       if (plan.preempted.empty())
         throw InternalError("engine: the scheduler made no progress with " + std::to_string(sched_.num_waiting()) +
@@ -148,7 +140,7 @@ void Engine::finish_step() {
     }
   }
   res_.preemptions += plan.preempted.size();
-  add_stats(res_.prefix_cache, plan.prefix_stats);
+  res_.prefix_cache += plan.prefix_stats;
   if (obs_) {
     StepRecord st;
     st.index = res_.steps;

@@ -31,6 +31,15 @@ struct KvSeq {
 struct PrefixCacheStats {
   uint64_t requests = 0, queries = 0, hits = 0;
   uint64_t preempted_requests = 0, preempted_queries = 0, preempted_hits = 0;
+  PrefixCacheStats& operator+=(const PrefixCacheStats& s) {
+    requests += s.requests;
+    queries += s.queries;
+    hits += s.hits;
+    preempted_requests += s.preempted_requests;
+    preempted_queries += s.preempted_queries;
+    preempted_hits += s.preempted_hits;
+    return *this;
+  }
 };
 
 struct LookupResult {

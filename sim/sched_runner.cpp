@@ -98,15 +98,6 @@ void append_step(std::string& out, uint64_t step, const Scheduler& s, const Step
   out += "}\n";
 }
 
-void add_stats(PrefixCacheStats& sum, const PrefixCacheStats& s) {
-  sum.requests += s.requests;
-  sum.queries += s.queries;
-  sum.hits += s.hits;
-  sum.preempted_requests += s.preempted_requests;
-  sum.preempted_queries += s.preempted_queries;
-  sum.preempted_hits += s.preempted_hits;
-}
-
 }  // namespace
 
 SchedResult run_sched(std::istream& in, const std::string& file, std::ostream& out, const SchedOptions& opts) {
@@ -175,7 +166,7 @@ SchedResult run_sched(std::istream& in, const std::string& file, std::ostream& o
     } else {
       const StepPlan& plan = sched->schedule();
       sched->update_from_output();
-      add_stats(total, plan.prefix_stats);
+      total += plan.prefix_stats;
       result.preemptions += plan.preempted.size();
       result.finished += plan.finished.size();
       append_step(buf, result.steps, *sched, &plan, pool->num_free());

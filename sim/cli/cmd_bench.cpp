@@ -16,6 +16,7 @@
 #include "workloads/workload_bench.h"
 #include "workloads/stream_bench.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/replay_bench.h"
 #include "sim/cli/options.h"
 #include "sim/error.h"
 
@@ -35,6 +36,7 @@ std::vector<BenchCase> all_bench_cases() {
   add(analysis_bench_cases());
   add(workload_bench_cases());
   add(stream_bench_cases([] { return make_policy("lru"); }));
+  add(replay_bench_cases());
   return all;
 }
 

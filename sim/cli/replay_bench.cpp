@@ -1,0 +1,84 @@
+#include "sim/cli/replay_bench.h"
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/error.h"
+
+extern char** environ;
+
+namespace prefixsim::cli {
+namespace {
+
+struct ChildRun {
+  double wall_s = 0;
+  double cpu_s = 0;  // user + system
+  double peak_rss_mb = 0;
+  nlohmann::json report;
+};
+
+// Runs `prefixsim replay TRACE --block-size 16 --mode MODE` in a child and
+// reads its report.json.
+ChildRun run_replay(const std::string& trace, const std::string& mode) {
+  const auto dir = std::filesystem::temp_directory_path() / ("prefixsim-bench-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::vector<std::string> args = {"prefixsim", "replay", trace, "--block-size", "16", "--mode", mode,
+                                   "--out", dir.string(), "--quiet"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid = 0;
+  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0)
+    throw InternalError("bench: cannot start prefixsim replay");
+  int status = 0;
+  rusage ru{};
+  if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw InternalError("bench: prefixsim replay --mode " + mode + " failed");
+  ChildRun r;
+  r.wall_s = seconds_since(start);
+  r.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+            1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  r.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+  std::ifstream in(dir / "report.json");
+  r.report = nlohmann::json::parse(in);
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+std::vector<BenchMetric> bench_replay_mooncake(const BenchOptions& o) {
+  const std::string trace = o.shared_dir + "/traces/mooncake/conversation_trace.jsonl";
+  if (!std::filesystem::exists(trace)) return {};
+  const ChildRun e = run_replay(trace, "engine");
+  const double requests = e.report.at("trace").at("requests").get<double>();
+  const double sim_s = e.report.at("throughput").at("duration_s").get<double>();
+  const ChildRun c = run_replay(trace, "cache");
+  const auto& t = c.report.at("trace");
+  // Block accesses of cache mode: every block of every prompt and output.
+  const double blocks =
+      (t.at("prompt_tokens").get<double>() + t.at("output_tokens").get<double>()) / 16.0;
+  return {{"engine_requests_per_cpu_s", requests / e.cpu_s, "req/s"},
+          {"engine_sim_over_wall", sim_s / e.wall_s, "x"},
+          {"engine_peak_rss_mb", e.peak_rss_mb, "MiB"},
+          {"cache_blocks_per_cpu_s", blocks / c.cpu_s, "blocks/s"},
+          {"cache_peak_rss_mb", c.peak_rss_mb, "MiB"}};
+}
+
+}  // namespace
+
+std::vector<BenchCase> replay_bench_cases() {
+  return {{"replay_mooncake",
+           "prefixsim replay of the Mooncake conversation trace, B=16, llama-3.1-8b/h100 (child process; "
+           "engine and cache mode; whole command: read, hash, simulate, write)",
+           bench_replay_mooncake}};
+}
+
+}  // namespace prefixsim::cli
