@@ -33,17 +33,17 @@ class ArcPolicy final : public CachedFirstPolicy {
     t1_free_.reset(num_blocks);
     t2_free_.reset(num_blocks);
     t2_.assign(static_cast<size_t>(num_blocks), 0);
-    b1_.reset(capacity());
-    b2_.reset(capacity());
+    b1_.reset(capacity(), pool().num_keys());
+    b2_.reset(capacity(), pool().num_keys());
     t1_size_ = t2_size_ = 0;
     p_ = 0;
   }
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
     const double b1 = static_cast<double>(b1_.size()), b2 = static_cast<double>(b2_.size());
-    if (b1_.erase(info.hash)) {
+    if (b1_.erase(info.hash, info.key)) {
       p_ = std::min(p_ + std::max(1.0, b2 / b1), static_cast<double>(capacity()));
       t2_[b] = 1;
-    } else if (b2_.erase(info.hash)) {
+    } else if (b2_.erase(info.hash, info.key)) {
       p_ = std::max(p_ - std::max(1.0, b1 / b2), 0.0);
       t2_[b] = 1;
     } else {
@@ -67,11 +67,11 @@ class ArcPolicy final : public CachedFirstPolicy {
     --(from_t1 ? t1_size_ : t2_size_);
     return b;
   }
-  void on_gone(BlockId b, const BlockHash& hash) override {
+  void on_gone(BlockId b, const BlockHash& hash, uint32_t key) override {
     if (t2_[b]) {
-      b2_.push(hash);
+      b2_.push(hash, key);
     } else {
-      b1_.push(hash);
+      b1_.push(hash, key);
     }
     t2_[b] = 0;
     // ARC's bounds: |T1| + |B1| <= c and |T1|+|T2|+|B1|+|B2| <= 2c.

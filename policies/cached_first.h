@@ -85,7 +85,7 @@ class CachedFirstPolicy : public EvictionPolicy {
     clear_pending(b);
     on_insert(b, info);
   }
-  void on_evicted(BlockId b, const BlockHash& hash) final { on_gone(b, hash); }
+  void on_evicted(BlockId b, const BlockHash& hash, uint32_t key) final { on_gone(b, hash, key); }
 
   bool is_free(BlockId b) const final { return free_[b] != 0; }
   int32_t num_free() const final { return num_free_; }
@@ -99,7 +99,7 @@ class CachedFirstPolicy : public EvictionPolicy {
   virtual void on_access(BlockId b, bool was_free) = 0;
   virtual void on_release(BlockId b) = 0;
   virtual BlockId evict() = 0;
-  virtual void on_gone(BlockId /*b*/, const BlockHash& /*hash*/) {}
+  virtual void on_gone(BlockId /*b*/, const BlockHash& /*hash*/, uint32_t /*key*/) {}
   virtual size_t policy_bytes() const = 0;
 
   const BlockPool& pool() const { return *pool_; }

@@ -3,46 +3,75 @@
 // in insertion order; a flat open-addressing table (linear probing,
 // backward-shift deletion) maps a hash to its ring slot. Both are sized in
 // reset(), so nothing allocates afterwards; when full, the oldest ghost goes.
+//
+// Keyed mode (num_keys > 0, a pool replaying an interned trace): every hash
+// has a dense key, and a per-key array replaces the hash table, so
+// membership is one load instead of a probe. Callers pass (hash, key) and
+// the list uses whichever it indexes by; both modes give the same answers.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "sim/error.h"
 #include "sim/types.h"
 
 namespace prefixsim {
 
 class GhostList {
  public:
-  void reset(int64_t capacity) {
+  void reset(int64_t capacity, uint32_t num_keys = 0) {
     cap_ = capacity < 1 ? 1 : capacity;
     ring_.assign(static_cast<size_t>(cap_), Slot{});
-    uint64_t t = 16;
-    while (t < static_cast<uint64_t>(cap_) * 2) t <<= 1;
-    table_.assign(t, kEmpty);
-    mask_ = t - 1;
+    keyed_ = num_keys > 0;
+    if (keyed_) {
+      by_key_.assign(num_keys, kEmpty);
+      std::vector<int32_t>().swap(table_);
+      mask_ = 0;
+    } else {
+      std::vector<int32_t>().swap(by_key_);
+      uint64_t t = 16;
+      while (t < static_cast<uint64_t>(cap_) * 2) t <<= 1;
+      table_.assign(t, kEmpty);
+      mask_ = t - 1;
+    }
     head_ = 0;
     count_ = 0;
     live_ = 0;
   }
   int64_t size() const { return live_; }
   int64_t capacity() const { return cap_; }
-  bool contains(const BlockHash& h) const { return lookup(h) != kEmpty; }
+  bool contains(const BlockHash& h, uint32_t key = kNoKey) const {
+    if (keyed_) return by_key_[checked(key)] != kEmpty;
+    return lookup(h) != kEmpty;
+  }
 
   // Remembers h as the newest ghost (dropping the oldest when full).
-  void push(const BlockHash& h) {
-    if (contains(h)) return;
+  void push(const BlockHash& h, uint32_t key = kNoKey) {
+    if (contains(h, key)) return;
     if (count_ == cap_) pop_oldest();
     const int64_t slot = (head_ + count_) % cap_;
-    ring_[static_cast<size_t>(slot)] = Slot{h, true};
+    ring_[static_cast<size_t>(slot)] = Slot{h, key, true};
     ++count_;
     ++live_;
+    if (keyed_) {
+      by_key_[key] = static_cast<int32_t>(slot);
+      return;
+    }
     uint64_t i = home(h);
     while (table_[i] != kEmpty) i = (i + 1) & mask_;
     table_[i] = static_cast<int32_t>(slot);
   }
   // Forgets h if present (a ghost hit); returns whether it was there.
-  bool erase(const BlockHash& h) {
+  bool erase(const BlockHash& h, uint32_t key = kNoKey) {
+    if (keyed_) {
+      int32_t& s = by_key_[checked(key)];
+      if (s == kEmpty) return false;
+      ring_[static_cast<size_t>(s)].live = false;
+      --live_;
+      s = kEmpty;
+      return true;
+    }
     const uint64_t i = table_index(h);
     if (i == kNone) return false;
     ring_[static_cast<size_t>(table_[i])].live = false;
@@ -57,6 +86,12 @@ class GhostList {
       head_ = (head_ + 1) % cap_;
       --count_;
       if (s.live) {
+        if (keyed_) {
+          by_key_[s.key] = kEmpty;
+          s.live = false;
+          --live_;
+          return;
+        }
         const uint64_t i = table_index(s.hash);
         s.live = false;
         --live_;
@@ -65,13 +100,20 @@ class GhostList {
       }
     }
   }
-  size_t bytes() const { return ring_.capacity() * sizeof(Slot) + table_.capacity() * sizeof(int32_t); }
+  size_t bytes() const {
+    return ring_.capacity() * sizeof(Slot) + (table_.capacity() + by_key_.capacity()) * sizeof(int32_t);
+  }
 
  private:
   struct Slot {
     BlockHash hash;
+    uint32_t key = kNoKey;
     bool live = false;
   };
+  uint32_t checked(uint32_t key) const {
+    if (key >= by_key_.size()) throw InternalError("ghost list: a keyed list was given no key");
+    return key;
+  }
   static constexpr int32_t kEmpty = -1;
   static constexpr uint64_t kNone = ~uint64_t{0};
 
@@ -106,6 +148,8 @@ class GhostList {
 
   std::vector<Slot> ring_;
   std::vector<int32_t> table_;
+  std::vector<int32_t> by_key_;  // keyed mode: ring slot of each key's live ghost, or kEmpty
+  bool keyed_ = false;
   uint64_t mask_ = 0;
   int64_t cap_ = 1;
   int64_t head_ = 0;   // ring index of the oldest slot

@@ -35,12 +35,12 @@ class S3FifoPolicy final : public CachedFirstPolicy {
     main_.reset(num_blocks);
     freq_.assign(static_cast<size_t>(num_blocks), 0);
     to_ghost_.assign(static_cast<size_t>(num_blocks), 0);
-    ghost_.reset(capacity());
+    ghost_.reset(capacity(), pool().num_keys());
     small_free_ = main_free_ = 0;
   }
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
     freq_[b] = 0;
-    (ghost_.erase(info.hash) ? main_ : small_).push_back(b);
+    (ghost_.erase(info.hash, info.key) ? main_ : small_).push_back(b);
   }
   void on_access(BlockId b, bool was_free) override {
     if (was_free) --(small_.contains(b) ? small_free_ : main_free_);
@@ -79,8 +79,8 @@ class S3FifoPolicy final : public CachedFirstPolicy {
       }
     }
   }
-  void on_gone(BlockId b, const BlockHash& hash) override {
-    if (to_ghost_[b]) ghost_.push(hash);
+  void on_gone(BlockId b, const BlockHash& hash, uint32_t key) override {
+    if (to_ghost_[b]) ghost_.push(hash, key);
     to_ghost_[b] = 0;
   }
   size_t policy_bytes() const override {

@@ -111,7 +111,7 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
       return candidate;
     }
   }
-  void on_gone(BlockId b, const BlockHash&) override { main_[b] = 0; }
+  void on_gone(BlockId b, const BlockHash&, uint32_t) override { main_[b] = 0; }
   size_t policy_bytes() const override {
     return window_free_.bytes() + main_free_.bytes() + main_.capacity() + sketch_.bytes();
   }

@@ -29,11 +29,11 @@ class TwoQPolicy final : public CachedFirstPolicy {
     a1_free_.reset(num_blocks);
     am_free_.reset(num_blocks);
     am_.assign(static_cast<size_t>(num_blocks), 0);
-    a1out_.reset(static_cast<int64_t>(kout_ * capacity()) + 1);
+    a1out_.reset(static_cast<int64_t>(kout_ * capacity()) + 1, pool().num_keys());
     a1_size_ = 0;
   }
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
-    am_[b] = a1out_.erase(info.hash) ? 1 : 0;
+    am_[b] = a1out_.erase(info.hash, info.key) ? 1 : 0;
     if (!am_[b]) ++a1_size_;
   }
   void on_access(BlockId b, bool was_free) override {
@@ -47,8 +47,8 @@ class TwoQPolicy final : public CachedFirstPolicy {
     if (from_a1) --a1_size_;
     return b;
   }
-  void on_gone(BlockId b, const BlockHash& hash) override {
-    if (!am_[b]) a1out_.push(hash);
+  void on_gone(BlockId b, const BlockHash& hash, uint32_t key) override {
+    if (!am_[b]) a1out_.push(hash, key);
     am_[b] = 0;
   }
   size_t policy_bytes() const override { return a1_free_.bytes() + am_free_.bytes() + am_.capacity() + a1out_.bytes(); }

@@ -39,7 +39,7 @@ void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
       else
         index_.erase(b);
       ++evictions_;
-      policy_->on_evicted(b, hashes_[b]);
+      policy_->on_evicted(b, hashes_[b], keyed_ ? keys_.key_of(b) : kNoKey);
     }
     ref_[b] = 1;
     --num_free_;

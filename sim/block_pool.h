@@ -44,6 +44,8 @@ class BlockPool {
   int32_t ref_count(BlockId b) const { return ref_[b]; }
   bool is_cached(BlockId b) const { return keyed_ ? keys_.contains_block(b) : index_.contains_block(b); }
   bool keyed() const { return keyed_; }
+  // Distinct keys of the interned trace (0 unless keyed).
+  uint32_t num_keys() const { return keyed_ ? keys_.num_keys() : 0; }
   const BlockHash& hash_of(BlockId b) const { return hashes_[b]; }
   // Earliest-inserted cached block with this hash, or kNoBlock.
   BlockId find(const BlockHash& h) const { return index_.find(h); }

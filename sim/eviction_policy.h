@@ -8,7 +8,8 @@
 //   on_hit(b, was_free)   a lookup hit b and the request takes it (touch);
 //                         if was_free, b leaves the policy's free set now
 //   pop_free()            hand out a free block (removing it from the set)
-//   on_evicted(b, hash)   the block just popped still had a hash; it is gone
+//   on_evicted(b, hash, key)  the block just popped still had a hash (and, in a
+//                         keyed pool, that key; else kNoKey); it is gone
 //   on_cached(b, info)    b's content hash was inserted into the index
 //   on_free(b)            b's ref count reached 0; it joins the free set
 // Policies never see a block with ref_count > 0 in their free set, so none can
@@ -48,7 +49,7 @@ class EvictionPolicy {
   virtual BlockId pop_free() = 0;
   virtual void on_free(BlockId b) = 0;
   virtual void on_cached(BlockId /*b*/, const CachedBlockInfo& /*info*/) {}
-  virtual void on_evicted(BlockId /*b*/, const BlockHash& /*hash*/) {}
+  virtual void on_evicted(BlockId /*b*/, const BlockHash& /*hash*/, uint32_t /*key*/) {}
   // A new request's lookup begins (logical time for offline policies).
   virtual void on_request(uint64_t /*seq*/) {}
 

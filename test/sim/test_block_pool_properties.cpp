@@ -31,9 +31,9 @@ class WatchingPolicy final : public EvictionPolicy {
   }
   void on_free(BlockId b) override { inner_->on_free(b); }
   void on_cached(BlockId b, const CachedBlockInfo& i) override { inner_->on_cached(b, i); }
-  void on_evicted(BlockId b, const BlockHash& h) override {
+  void on_evicted(BlockId b, const BlockHash& h, uint32_t key) override {
     if (pool_->ref_count(b) != 0) ++referenced_evicted;
-    inner_->on_evicted(b, h);
+    inner_->on_evicted(b, h, key);
   }
   bool is_free(BlockId b) const override { return inner_->is_free(b); }
   int32_t num_free() const override { return inner_->num_free(); }
