@@ -6,6 +6,21 @@
 
 namespace prefixsim {
 
+// Debug builds (PREFIXSIM_DEBUG_INVARIANTS) check, after every operation, the
+// part of the invariant (block_pool.h) that the operation touched: O(1) per
+// block, so whole test suites run with it. check_invariants() is the full,
+// O(N) check (--check-invariants, the property tests).
+#ifdef PREFIXSIM_DEBUG_INVARIANTS
+#define POOL_INVARIANT(cond, what)                                                                       \
+  do {                                                                                                   \
+    if (!(cond)) throw InternalError(std::string("block pool invariant broken: ") + (what));            \
+  } while (0)
+#else
+#define POOL_INVARIANT(cond, what) \
+  do {                             \
+  } while (0)
+#endif
+
 BlockPool::BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy,
                      uint32_t num_keys)
     : num_blocks_(num_blocks), enable_caching_(enable_caching), policy_(std::move(policy)), keyed_(num_keys > 0) {
@@ -26,7 +41,9 @@ void BlockPool::touch(std::span<const BlockId> blocks) {
     if (was_free) --num_free_;
     policy_->on_hit(b, was_free);
     ++ref_[b];
+    POOL_INVARIANT(b > 0 && !policy_->is_free(b), "a touched block is still in the free set");
   }
+  POOL_INVARIANT(num_free_ == policy_->num_free(), "free count differs from the policy's after touch");
 }
 
 void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
@@ -43,11 +60,14 @@ void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
     }
     ref_[b] = 1;
     --num_free_;
+    POOL_INVARIANT(!policy_->is_free(b) && !is_cached(b), "an allocated block is free or still cached");
     out.push_back(b);
   }
+  POOL_INVARIANT(num_free_ == policy_->num_free(), "free count differs from the policy's after allocate");
 }
 
 void BlockPool::cache(BlockId b, const CachedBlockInfo& info) {
+  POOL_INVARIANT(b > 0 && ref_[b] > 0, "only a block in use can be filled and cached");
   hashes_[b] = info.hash;
   if (keyed_) {
     if (info.key == kNoKey) throw InternalError("keyed block pool: a block was cached without its key");
@@ -59,9 +79,11 @@ void BlockPool::cache(BlockId b, const CachedBlockInfo& info) {
 }
 
 void BlockPool::release(BlockId b) {
+  POOL_INVARIANT(b > 0 && ref_[b] > 0, "released a block that is not in use");
   if (--ref_[b] == 0) {
     ++num_free_;
     policy_->on_free(b);
+    POOL_INVARIANT(policy_->is_free(b) && num_free_ == policy_->num_free(), "a released block is not in the free set");
   }
 }
 

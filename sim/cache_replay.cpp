@@ -12,7 +12,8 @@ namespace {
 void hash_request(const Request& r, int32_t block_size, BlockHashChain& chain, std::vector<int32_t>& out) {
   r.hash_prompt(chain, block_size);
   out.clear();
-  for (int64_t k = 0; k < r.output_len; ++k) out.push_back(r.output_token(k));
+  const uint64_t key = r.output_key();
+  for (int64_t k = 0; k < r.output_len; ++k) out.push_back(r.output_token(key, k));
   chain.append_tokens(out);
 }
 

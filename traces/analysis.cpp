@@ -119,7 +119,8 @@ class LruReplay {
     chain_.reset(kv_.block_size(), &req.extras);
     req.append_prompt_to(chain_);
     outputs_.resize(static_cast<size_t>(req.output_len));
-    for (int64_t k = 0; k < req.output_len; ++k) outputs_[static_cast<size_t>(k)] = req.output_token(k);
+    const uint64_t out_key = req.output_key();
+    for (int64_t k = 0; k < req.output_len; ++k) outputs_[static_cast<size_t>(k)] = req.output_token(out_key, k);
     chain_.append_tokens(outputs_);
     const int64_t total = req.prompt_len + req.output_len;
     const LookupResult hit = kv_.lookup(chain_, req.prompt_len, false);
