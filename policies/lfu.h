@@ -9,26 +9,46 @@
 // heap never needs a rebuild. (Frequency-based replacement: e.g. O'Neil et
 // al., "The LRU-K page replacement algorithm", SIGMOD 1993, and the
 // decayed-count variants surveyed by Podlipnig & Böszörmenyi, 2003.)
+//
+// Without aging the order (count, release time) is kept in O(1) per access,
+// as in Shah, Mitra & Matani, "An O(1) algorithm for implementing the LFU
+// cache eviction scheme" (2010): one list per count, each in release order
+// (a count never changes while its block is free), and a bitmap of the
+// non-empty lists; counts of kBuckets and more (rare, very hot blocks) wait
+// in a heap keyed the same way. The heap alone (`buckets=false`, and always
+// with aging) gives the same evictions and serves as the reference.
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
-#include "policies/heap_policy.h"
+#include "policies/cached_first.h"
+#include "policies/indexed_heap.h"
+#include "sim/intrusive_list.h"
 
 namespace prefixsim {
 
-class LfuPolicy final : public HeapPolicy {
+class LfuPolicy final : public CachedFirstPolicy {
  public:
-  explicit LfuPolicy(double half_life) : half_life_(half_life) {}
+  static constexpr int32_t kBuckets = 1024;  // counts 1..kBuckets-1 in lists
+
+  explicit LfuPolicy(double half_life, bool buckets = true)
+      : half_life_(half_life), buckets_(buckets && half_life <= 0) {}
   std::string name() const override { return "lfu"; }
   double count(BlockId b) const { return count_[b]; }
 
  protected:
-  void init_state(int32_t num_blocks) override {
+  void init(int32_t num_blocks) override {
     count_.assign(static_cast<size_t>(num_blocks), 0.0);
     last_.assign(static_cast<size_t>(num_blocks), 0);
     now_ = 0;
+    tick_ = 0;
+    heap_.reset(num_blocks);
+    if (buckets_) lists_.reset(num_blocks, kBuckets);
+    nonempty_.fill(0);
   }
   void on_insert(BlockId b, const CachedBlockInfo&) override {
     count_[b] = 0;
@@ -36,18 +56,55 @@ class LfuPolicy final : public HeapPolicy {
     bump(b);
   }
   void on_access(BlockId b, bool was_free) override {
-    HeapPolicy::on_access(b, was_free);
+    if (was_free) remove(b);
     bump(b);
   }
-  HeapKey release_key(BlockId b) override {
-    const double k = half_life_ > 0 ? std::log2(count_[b]) + static_cast<double>(last_[b]) / half_life_ : count_[b];
-    return {k, tick()};
+  void on_release(BlockId b) override {
+    ++tick_;
+    const int32_t c = bucket_of(b);
+    if (c < 0) {
+      heap_.push(b, key(b));
+      return;
+    }
+    lists_.push_back(c, b);
+    nonempty_[static_cast<size_t>(c) / 64] |= uint64_t{1} << (c % 64);
   }
-  size_t state_bytes() const override {
-    return count_.capacity() * sizeof(double) + last_.capacity() * sizeof(uint64_t);
+  BlockId evict() override {
+    // Every listed count is below every heaped one, so a list wins if any.
+    for (size_t w = 0; w < nonempty_.size(); ++w) {
+      if (!nonempty_[w]) continue;
+      const int32_t c = static_cast<int32_t>(w * 64) + std::countr_zero(nonempty_[w]);
+      const BlockId b = lists_.front(c);
+      remove_listed(c, b);
+      return b;
+    }
+    return heap_.pop();
+  }
+  size_t policy_bytes() const override {
+    return heap_.bytes() + lists_.bytes() + count_.capacity() * sizeof(double) + last_.capacity() * sizeof(uint64_t);
   }
 
  private:
+  // The list of a free block with this count, or -1 for the heap.
+  int32_t bucket_of(BlockId b) const {
+    if (!buckets_ || count_[b] >= kBuckets) return -1;
+    return static_cast<int32_t>(count_[b]);
+  }
+  HeapKey key(BlockId b) const {
+    const double k = half_life_ > 0 ? std::log2(count_[b]) + static_cast<double>(last_[b]) / half_life_ : count_[b];
+    return {k, tick_};
+  }
+  void remove(BlockId b) {
+    const int32_t c = bucket_of(b);
+    if (c < 0)
+      heap_.erase(b);
+    else
+      remove_listed(c, b);
+  }
+  void remove_listed(int32_t c, BlockId b) {
+    lists_.unlink(c, b);
+    if (lists_.empty(c)) nonempty_[static_cast<size_t>(c) / 64] &= ~(uint64_t{1} << (c % 64));
+  }
   void bump(BlockId b) {
     ++now_;
     if (half_life_ > 0) count_[b] *= std::exp2(-static_cast<double>(now_ - last_[b]) / half_life_);
@@ -56,9 +113,14 @@ class LfuPolicy final : public HeapPolicy {
   }
 
   double half_life_;
+  bool buckets_;
   std::vector<double> count_;
   std::vector<uint64_t> last_;  // access clock at the last access
   uint64_t now_ = 0;            // one tick per block access
+  uint64_t tick_ = 0;           // one tick per release: the LRU tie-break
+  IndexedHeap heap_;            // aging, or counts >= kBuckets
+  IntrusiveLists lists_;        // by count, each in release order
+  std::array<uint64_t, kBuckets / 64> nonempty_{};
 };
 
 }  // namespace prefixsim

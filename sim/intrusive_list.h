@@ -70,3 +70,47 @@ class IntrusiveList {
 };
 
 }  // namespace prefixsim
+
+namespace prefixsim {
+
+// k doubly linked lists threaded through the same per-block links (a block
+// is in at most one of them): list L's sentinel is index n + L. For
+// bucketed policies (lfu's per-count lists); no allocation after reset().
+class IntrusiveLists {
+ public:
+  void reset(int32_t n, int32_t k) {
+    n_ = n;
+    prev_.assign(static_cast<size_t>(n) + static_cast<size_t>(k), kOut);
+    next_.assign(prev_.size(), kOut);
+    size_.assign(static_cast<size_t>(k), 0);
+    for (int32_t l = 0; l < k; ++l) prev_[n + l] = next_[n + l] = n + l;
+  }
+  int32_t num_lists() const { return static_cast<int32_t>(size_.size()); }
+  bool contains(BlockId b) const { return next_[b] != kOut; }
+  bool empty(int32_t l) const { return size_[l] == 0; }
+  int32_t size(int32_t l) const { return size_[l]; }
+  BlockId front(int32_t l) const { return empty(l) ? kNoBlock : next_[n_ + l]; }
+  void push_back(int32_t l, BlockId b) {
+    const int32_t s = n_ + l, before = prev_[s];
+    prev_[b] = before;
+    next_[b] = s;
+    next_[before] = b;
+    prev_[s] = b;
+    ++size_[l];
+  }
+  // b must be in list l.
+  void unlink(int32_t l, BlockId b) {
+    next_[prev_[b]] = next_[b];
+    prev_[next_[b]] = prev_[b];
+    prev_[b] = next_[b] = kOut;
+    --size_[l];
+  }
+  size_t bytes() const { return (prev_.capacity() + next_.capacity() + size_.capacity()) * sizeof(int32_t); }
+
+ private:
+  static constexpr int32_t kOut = -1;
+  int32_t n_ = 0;
+  std::vector<int32_t> prev_, next_, size_;
+};
+
+}  // namespace prefixsim

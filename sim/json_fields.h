@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,6 +22,8 @@ class JsonLine {
   const nlohmann::json& json() const { return j_; }
   bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
   [[noreturn]] void fail(const std::string& msg) const { throw InputError(file_, line_, msg); }
+  // "FILE:LINE", for messages about what happened after this line.
+  std::string where() const { return file_ + ":" + std::to_string(line_); }
 
   std::string get_string(const char* key) const;
   int64_t get_int(const char* key, int64_t lo = std::numeric_limits<int64_t>::min(),
@@ -37,5 +40,20 @@ class JsonLine {
   long line_;
   nlohmann::json j_;
 };
+
+// Hands every non-blank line of a JSON-lines script to on_line(const
+// JsonLine&), in order, numbered from 1 (so errors name the line); an error
+// thrown by on_line stops the script. Throws InputError on a read error.
+template <class OnLine>
+void for_each_json_line(std::istream& in, const std::string& file, OnLine&& on_line) {
+  std::string text;
+  long lineno = 0;
+  while (std::getline(in, text)) {
+    ++lineno;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    on_line(JsonLine(file, lineno, text));
+  }
+  if (in.bad()) throw InputError(file + ": read error");
+}
 
 }  // namespace prefixsim

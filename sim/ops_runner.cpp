@@ -44,14 +44,9 @@ OpsResult run_ops(std::istream& in, const std::string& file, std::ostream& out, 
   int32_t block_size = 0;
   std::vector<int32_t> tokens;
   std::string buf;  // the whole output; written only if the script is good
-  std::string text;
   OpsResult result;
-  long lineno = 0;
 
-  while (std::getline(in, text)) {
-    ++lineno;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    JsonLine line(file, lineno, text);
+  for_each_json_line(in, file, [&](const JsonLine& line) {
     const std::string op = line.get_string("op");
     if (op == "config") {
       if (pool) line.fail("a second config line (config must be the first line, once)");
@@ -136,11 +131,10 @@ OpsResult run_ops(std::istream& in, const std::string& file, std::ostream& out, 
     if (opts.check_invariants) {
       const std::string broken = pool->check_invariants();
       if (!broken.empty())
-        throw InternalError(file + ":" + std::to_string(lineno) + ": block pool invariant violated after op '" + op +
+        throw InternalError(line.where() + ": block pool invariant violated after op '" + op +
                             "': " + broken);
     }
-  }
-  if (in.bad()) throw InputError(file + ": read error");
+  });
   if (!pool) throw InputError(file + ":1: empty script (the first line must be the config op)");
   const PrefixCacheStats& s = kv->stats();
   buf += "{\"op\":\"summary\",\"queries\":";

@@ -110,14 +110,9 @@ SchedResult run_sched(std::istream& in, const std::string& file, std::ostream& o
   SchedResult result;
   uint64_t added = 0;
   std::string buf;  // the whole output; written only if the script is good
-  std::string text;
   Request req;
-  long lineno = 0;
 
-  while (std::getline(in, text)) {
-    ++lineno;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    JsonLine line(file, lineno, text);
+  for_each_json_line(in, file, [&](const JsonLine& line) {
     const std::string op = line.get_string("op");
     if (op == "config") {
       if (sched) line.fail("a second config line (config must be the first line, once)");
@@ -139,7 +134,7 @@ SchedResult run_sched(std::istream& in, const std::string& file, std::ostream& o
       pool = std::make_unique<BlockPool>(static_cast<int32_t>(n), caching, opts.make_policy());
       kv = std::make_unique<KvCacheManager>(block_size, *pool);
       sched = std::make_unique<Scheduler>(cfg, *kv, fake_model);
-      continue;
+      return;
     }
     if (!sched) line.fail("the first line must be the config op");
     if (op != "step") line.fail("unknown op '" + op + "' (expected config or step)");
@@ -174,11 +169,10 @@ SchedResult run_sched(std::istream& in, const std::string& file, std::ostream& o
     if (opts.check_invariants) {
       const std::string broken = pool->check_invariants();
       if (!broken.empty())
-        throw InternalError(file + ":" + std::to_string(lineno) + ": block pool invariant violated after step " +
+        throw InternalError(line.where() + ": block pool invariant violated after step " +
                             std::to_string(result.steps) + ": " + broken);
     }
-  }
-  if (in.bad()) throw InputError(file + ": read error");
+  });
   if (!sched) throw InputError(file + ":1: empty script (the first line must be the config op)");
   result.unfinished = added - result.finished;
   buf += "{\"summary\":true,\"steps\":";

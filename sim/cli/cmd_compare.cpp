@@ -33,6 +33,7 @@
 #include "reports/latency.h"
 #include "reports/outputs.h"
 #include "sim/error.h"
+#include "sim/vector_source.h"
 #include "sim/kv_sizing.h"
 #include "traces/trace_reader.h"
 
@@ -85,24 +86,6 @@ struct PairResult {
   std::exception_ptr error;
 };
 
-// The parsed requests, replayed by each engine-mode pair.
-class VectorSource final : public RequestSource {
- public:
-  VectorSource(const std::vector<Request>& reqs, std::string format) : reqs_(reqs), format_(std::move(format)) {}
-  bool next(Request& out) override {
-    if (i_ == reqs_.size()) return false;
-    out = reqs_[i_++];
-    return true;
-  }
-  std::string format() const override { return format_; }
-  std::string origin() const override { return "memory"; }
-
- private:
-  const std::vector<Request>& reqs_;
-  std::string format_;
-  size_t i_ = 0;
-};
-
 // Collects what compare reports from one engine run.
 class PairObserver final : public EngineObserver {
  public:
@@ -140,7 +123,7 @@ CacheReplayResult run_engine_pair(const EngineInputs& in, const std::string& spe
   Engine engine(SchedulerConfig{}, kv, exec);
   PairObserver obs(ctx.block_size, check ? &pool : nullptr);
   engine.set_observer(&obs);
-  VectorSource src(*in.requests, in.format);
+  VectorSource src(std::span<const Request>(*in.requests), in.format);  // the parsed trace, shared by every pair
   const EngineResult res = engine.run(src);
   CacheReplayResult r;
   r.requests = res.finished;

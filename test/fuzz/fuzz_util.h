@@ -12,9 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <sstream>
 #include <string>
 #include <string_view>
 
+#include "policies/registry.h"
 #include "sim/error.h"
 #include "sim/request_source.h"
 
@@ -77,6 +79,25 @@ inline long long first_int_after(std::string_view text, std::string_view key) {
     v = v * 10 + (text[i] - '0');
   }
   return any ? v : -1;
+}
+
+// One input as a JSON-lines script (`prefixsim ops` / `prefixsim sched`):
+// run(in, file, out, opts) with the pool's invariants checked after every
+// line and vLLM's lru policy. Pools up to 2^28 blocks are valid; a fuzz
+// iteration must not allocate gigabytes, so inputs asking for large pools
+// are skipped.
+template <class Options, class Runner>
+int script(const uint8_t* data, size_t size, Runner&& run) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (first_int_after(text, "\"num_blocks\"") > 100'000) return 0;
+  std::istringstream in{std::string(text)};
+  std::ostringstream out;
+  return guarded([&] {
+    Options opts;
+    opts.check_invariants = true;
+    opts.make_policy = [] { return make_policy("lru"); };
+    run(in, "fuzz.jsonl", out, opts);
+  });
 }
 
 }  // namespace prefixsim::fuzz

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "policies/block_future.h"
+#include "policies/lfu.h"
 #include "sim/dense_key_index.h"
 #include "sim/error.h"
 #include "sim/kv_cache_manager.h"
@@ -159,6 +160,47 @@ TEST_CASE("an interned (keyed) replay evicts and hits exactly as a hash-indexed 
       }
     }
   }
+}
+
+TEST_CASE("lfu's per-count lists evict exactly as its heap does, hot blocks beyond the lists included",
+          "[cache-replay][property][lfu]") {
+  constexpr int32_t B = 4;
+  std::vector<std::vector<Request>> traces = {small_trace(21, 400), small_trace(22, 400)};
+  // 3000 requests behind one shared block: its count passes kBuckets, so
+  // it moves to the heap while the others stay in the lists.
+  std::vector<Request> hot;
+  for (int i = 0; i < 3000; ++i)
+    hot.push_back(test::token_request("h" + std::to_string(i), {7, 7, 7, 7}, 1 + i % 7, static_cast<uint64_t>(i),
+                                      i % 3));
+  traces.push_back(hot);
+  for (const auto& trace : traces) {
+    const PreparedTrace t = prepare_trace(trace, B);
+    for (int64_t blocks : {8, 20, 50}) {
+      INFO("requests " << trace.size() << " blocks " << blocks);
+      CacheReplayer lists(B, blocks, std::make_unique<LfuPolicy>(0.0, true), true, t.num_keys());
+      CacheReplayer heap(B, blocks, std::make_unique<LfuPolicy>(0.0, false), true, t.num_keys());
+      for (size_t i = 0; i < t.size(); ++i) {
+        lists.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+        heap.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+        for (BlockId b = 1; b < blocks; ++b) {
+          REQUIRE(lists.pool().is_cached(b) == heap.pool().is_cached(b));
+          if (lists.pool().is_cached(b)) REQUIRE(lists.pool().hash_of(b) == heap.pool().hash_of(b));
+        }
+      }
+      REQUIRE(lists.result().hit_tokens == heap.result().hit_tokens);
+      REQUIRE(lists.result().evictions == heap.result().evictions);
+    }
+  }
+  // The hot block really went past the lists.
+  const PreparedTrace t = prepare_trace(hot, B);
+  auto policy = std::make_unique<LfuPolicy>(0.0, true);
+  const LfuPolicy* lfu = policy.get();
+  CacheReplayer rep(B, 20, std::move(policy), false, t.num_keys());
+  for (size_t i = 0; i < t.size(); ++i)
+    rep.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+  const BlockId shared = rep.pool().find_key(t.keys_of(0)[0]);
+  REQUIRE(shared != kNoBlock);
+  REQUIRE(lfu->count(shared) >= LfuPolicy::kBuckets);
 }
 
 TEST_CASE("the dense key index keeps duplicates in insertion order, as the hash index does", "[cache-replay]") {

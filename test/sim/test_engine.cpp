@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/vector_source.h"
 #include "policies/registry.h"
 #include "sim/engine.h"
 #include "sim/error.h"
@@ -14,22 +15,6 @@
 using namespace prefixsim;
 
 namespace {
-
-class VectorSource final : public RequestSource {
- public:
-  explicit VectorSource(std::vector<Request> reqs) : reqs_(std::move(reqs)) {}
-  bool next(Request& out) override {
-    if (i_ == reqs_.size()) return false;
-    out = reqs_[i_++];
-    return true;
-  }
-  std::string format() const override { return "vector"; }
-  std::string origin() const override { return "test"; }
-
- private:
-  std::vector<Request> reqs_;
-  size_t i_ = 0;
-};
 
 // 5 ms per step plus 1 us per new token.
 class LinearExecutor final : public Executor {

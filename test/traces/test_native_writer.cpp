@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/vector_source.h"
 #include "test/support.h"
 #include "test/traces/trace_test_util.h"
 #include "traces/native_writer.h"
@@ -25,23 +26,6 @@ std::vector<Request> round_trip(const std::vector<Request>& reqs) {
   opts.format = "native";
   return read_all(path, opts);
 }
-
-// A source over a vector, to drive write_native_jsonl.
-class VectorSource : public RequestSource {
- public:
-  explicit VectorSource(std::vector<Request> r) : reqs_(std::move(r)) {}
-  bool next(Request& out) override {
-    if (i_ == reqs_.size()) return false;
-    out = reqs_[i_++];
-    return true;
-  }
-  std::string format() const override { return "vector"; }
-  std::string origin() const override { return "test"; }
-
- private:
-  std::vector<Request> reqs_;
-  size_t i_ = 0;
-};
 
 }  // namespace
 
