@@ -8,6 +8,7 @@
 #include <random>
 
 #include "policies/block_future.h"
+#include "policies/fifo.h"
 #include "policies/lfu.h"
 #include "sim/dense_key_index.h"
 #include "sim/error.h"
@@ -158,6 +159,28 @@ TEST_CASE("an interned (keyed) replay evicts and hits exactly as a hash-indexed 
         REQUIRE(by_hash.result().hit_tokens == by_key.result().hit_tokens);
         REQUIRE(by_hash.result().evictions == by_key.result().evictions);
       }
+    }
+  }
+}
+
+TEST_CASE("fifo's cursor search evicts exactly as its heap does", "[cache-replay][property][fifo]") {
+  constexpr int32_t B = 4;
+  for (uint64_t seed = 31; seed <= 34; ++seed) {
+    const auto trace = small_trace(seed, 400);
+    const PreparedTrace t = prepare_trace(trace, B);
+    for (int64_t blocks : {8, 20, 50}) {
+      INFO("seed " << seed << " blocks " << blocks);
+      CacheReplayer cursor(B, blocks, std::make_unique<FifoPolicy>(true), true, t.num_keys());
+      CacheReplayer heap(B, blocks, std::make_unique<FifoPolicy>(false), true, t.num_keys());
+      for (size_t i = 0; i < t.size(); ++i) {
+        cursor.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+        heap.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+        for (BlockId b = 1; b < blocks; ++b) {
+          REQUIRE(cursor.pool().is_cached(b) == heap.pool().is_cached(b));
+          if (cursor.pool().is_cached(b)) REQUIRE(cursor.pool().hash_of(b) == heap.pool().hash_of(b));
+        }
+      }
+      REQUIRE(cursor.result().evictions == heap.result().evictions);
     }
   }
 }
