@@ -17,18 +17,26 @@
 
 #include "policies/cached_first.h"
 #include "policies/indexed_heap.h"
+#include "sim/intrusive_list.h"
 
 namespace prefixsim {
 
 class LeafFirstPolicy final : public CachedFirstPolicy {
  public:
+  explicit LeafFirstPolicy(bool lists = true) : lists_mode_(lists) {}
   std::string name() const override { return "leaf-first"; }
   int32_t children(BlockId b) const { return children_[b]; }
 
  protected:
   void init(int32_t num_blocks) override {
-    leaves_.reset(num_blocks);
-    inner_.reset(num_blocks);
+    if (lists_mode_) {
+      sets_.reset(num_blocks, 2);
+    } else {
+      leaves_.reset(num_blocks);
+      inner_.reset(num_blocks);
+    }
+    released_.assign(static_cast<size_t>(num_blocks), 0);
+    where_.assign(static_cast<size_t>(num_blocks), 0);
     const size_t n = static_cast<size_t>(num_blocks);
     parent_.assign(n, kNoBlock);
     parent_gen_.assign(n, 0);
@@ -43,41 +51,84 @@ class LeafFirstPolicy final : public CachedFirstPolicy {
     if (p == kNoBlock || p == b) return;
     parent_[b] = p;
     parent_gen_[b] = gen_[p];
-    if (children_[p]++ == 0 && leaves_.contains(p)) move(leaves_, inner_, p);
+    if (children_[p]++ == 0 && in_set(p, kLeaves)) move(p, kLeaves, kInner);
   }
   void on_access(BlockId b, bool was_free) override {
     if (!was_free) return;
-    if (leaves_.contains(b)) leaves_.erase(b);
-    else inner_.erase(b);
+    if (!lists_mode_) {
+      if (leaves_.contains(b)) leaves_.erase(b);
+      else inner_.erase(b);
+      return;
+    }
+    sets_.unlink(where_[b], b);
   }
   void on_release(BlockId b) override {
-    (children_[b] == 0 ? leaves_ : inner_).push(b, HeapKey{0.0, ++tick_});
+    released_[b] = ++tick_;
+    const int32_t set = children_[b] == 0 ? kLeaves : kInner;
+    if (lists_mode_) {
+      sets_.push_back(set, b);
+      where_[b] = static_cast<uint8_t>(set);
+    } else {
+      heap(set).push(b, HeapKey{0.0, tick_});
+    }
   }
   BlockId evict() override {
-    IndexedHeap& from = leaves_.empty() ? inner_ : leaves_;
-    const BlockId b = from.pop();
+    const int32_t from = is_empty(kLeaves) ? kInner : kLeaves;
+    BlockId b;
+    if (lists_mode_) {
+      b = sets_.front(from);
+      sets_.unlink(from, b);
+    } else {
+      b = heap(from).pop();
+    }
     const BlockId p = parent_[b];
-    if (p != kNoBlock && parent_gen_[b] == gen_[p] && --children_[p] == 0 && inner_.contains(p))
-      move(inner_, leaves_, p);
+    if (p != kNoBlock && parent_gen_[b] == gen_[p] && --children_[p] == 0 && in_set(p, kInner))
+      move(p, kInner, kLeaves);
     parent_[b] = kNoBlock;
     children_[b] = 0;
     ++gen_[b];  // links from b's children (if any) are now stale
     return b;
   }
   size_t policy_bytes() const override {
-    return leaves_.bytes() + inner_.bytes() +
-           (parent_.capacity() + parent_gen_.capacity() + gen_.capacity() + children_.capacity()) * sizeof(int32_t);
+    return leaves_.bytes() + inner_.bytes() + sets_.bytes() + released_.capacity() * sizeof(uint64_t) +
+           where_.capacity() + (parent_.capacity() + parent_gen_.capacity() + gen_.capacity() + children_.capacity()) * sizeof(int32_t);
   }
 
  private:
-  static void move(IndexedHeap& from, IndexedHeap& to, BlockId b) {
-    const HeapKey k = from.key(b);  // keeps its release time
-    from.erase(b);
-    to.push(b, k);
+  static constexpr int32_t kLeaves = 0, kInner = 1;
+  IndexedHeap& heap(int32_t set) { return set == kLeaves ? leaves_ : inner_; }
+  bool is_empty(int32_t set) const {
+    return lists_mode_ ? sets_.empty(set) : (set == kLeaves ? leaves_ : inner_).empty();
+  }
+  // Whether free block b waits in `set` (the other set, or none, otherwise).
+  bool in_set(BlockId b, int32_t set) const {
+    if (!lists_mode_) return (set == kLeaves ? leaves_ : inner_).contains(b);
+    return sets_.contains(b) && where_[b] == set;
+  }
+  // b keeps its release time in the new set.
+  void move(BlockId b, int32_t from, int32_t to) {
+    if (!lists_mode_) {
+      const HeapKey k = heap(from).key(b);
+      heap(from).erase(b);
+      heap(to).push(b, k);
+      return;
+    }
+    sets_.unlink(from, b);
+    where_[b] = static_cast<uint8_t>(to);
+    BlockId at = sets_.front(to);
+    while (at != kNoBlock && released_[at] < released_[b]) at = sets_.next(to, at);
+    if (at == kNoBlock)
+      sets_.push_back(to, b);
+    else
+      sets_.insert_before(to, b, at);
   }
 
-  IndexedHeap leaves_;  // free cached blocks without cached children, by release time
-  IndexedHeap inner_;   // free cached blocks with cached children
+  bool lists_mode_;
+  IntrusiveLists sets_;  // lists mode: free leaves (0) and free inner blocks (1), by release time
+  std::vector<uint64_t> released_;  // release time of each free block
+  std::vector<uint8_t> where_;      // lists mode: the list a free block is in
+  IndexedHeap leaves_;  // heap mode: free cached blocks without cached children, by release time
+  IndexedHeap inner_;   // heap mode: free cached blocks with cached children
   std::vector<BlockId> parent_;
   std::vector<uint32_t> parent_gen_;
   std::vector<uint32_t> gen_;

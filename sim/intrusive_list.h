@@ -90,6 +90,17 @@ class IntrusiveLists {
   bool empty(int32_t l) const { return size_[l] == 0; }
   int32_t size(int32_t l) const { return size_[l]; }
   BlockId front(int32_t l) const { return empty(l) ? kNoBlock : next_[n_ + l]; }
+  // Successor of b in list l, or kNoBlock at its end.
+  BlockId next(int32_t l, BlockId b) const { return next_[b] == n_ + l ? kNoBlock : next_[b]; }
+  // Inserts b just before `at`, which is in list l.
+  void insert_before(int32_t l, BlockId b, BlockId at) {
+    const int32_t before = prev_[at];
+    prev_[b] = before;
+    next_[b] = at;
+    next_[before] = b;
+    prev_[at] = b;
+    ++size_[l];
+  }
   void push_back(int32_t l, BlockId b) {
     const int32_t s = n_ + l, before = prev_[s];
     prev_[b] = before;

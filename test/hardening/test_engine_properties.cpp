@@ -17,6 +17,7 @@
 #include "sim/block_pool.h"
 #include "sim/catalog.h"
 #include "policies/fifo.h"
+#include "policies/leaf_first.h"
 #include "policies/lfu.h"
 #include "sim/cost_model.h"
 #include "sim/engine.h"
@@ -199,7 +200,8 @@ TEST_CASE("engine properties hold on random traces, pool sizes and scheduler set
 // The O(1) structures (fifo's cursor, lfu's per-count lists) against their
 // heap references in the engine, where many blocks are in use at once and
 // releases interleave with evictions: same steps, same events.
-TEST_CASE("fifo's cursor and lfu's lists replay the engine exactly as their heaps do", "[property][engine]") {
+TEST_CASE("fifo's cursor, lfu's and leaf-first's lists replay the engine exactly as their heaps do",
+          "[property][engine]") {
   const ModelSpec& model = find_model("llama-3.1-8b");
   const GpuSpec& gpu = find_gpu("h100-sxm-80gb");
   uint64_t total_evictions = 0;
@@ -213,15 +215,17 @@ TEST_CASE("fifo's cursor and lfu's lists replay the engine exactly as their heap
     cfg.max_num_seqs = uni(1, 16);
     cfg.max_num_batched_tokens = uni(16, 2048);
     const Trace tr = random_trace(rng, static_cast<int>(uni(10, 80)), max_prompt);
-    for (int which = 0; which < 2; ++which) {
-      INFO("seed " << seed << (which == 0 ? " fifo" : " lfu") << ", block_size " << block_size << ", num_blocks "
+    for (int which = 0; which < 3; ++which) {
+      INFO("seed " << seed << " policy " << which << " (fifo, lfu, leaf-first), block_size " << block_size << ", num_blocks "
                    << num_blocks);
       auto run = [&](bool fast) {
         std::unique_ptr<EvictionPolicy> p;
         if (which == 0)
           p = std::make_unique<FifoPolicy>(fast);
-        else
+        else if (which == 1)
           p = std::make_unique<LfuPolicy>(0.0, fast);
+        else
+          p = std::make_unique<LeafFirstPolicy>(fast);
         BlockPool pool(num_blocks, true, std::move(p));
         KvCacheManager kv(block_size, pool);
         ModeledExecutor exec(model, gpu, 1, std::nullopt);

@@ -9,6 +9,7 @@
 
 #include "policies/block_future.h"
 #include "policies/fifo.h"
+#include "policies/leaf_first.h"
 #include "policies/lfu.h"
 #include "sim/dense_key_index.h"
 #include "sim/error.h"
@@ -163,15 +164,21 @@ TEST_CASE("an interned (keyed) replay evicts and hits exactly as a hash-indexed 
   }
 }
 
-TEST_CASE("fifo's cursor search evicts exactly as its heap does", "[cache-replay][property][fifo]") {
+TEST_CASE("fifo's cursor search and leaf-first's ordered lists evict exactly as their heaps do",
+          "[cache-replay][property][fifo][leaf-first]") {
   constexpr int32_t B = 4;
+  auto make = [](int which, bool fast) -> std::unique_ptr<EvictionPolicy> {
+    if (which == 0) return std::make_unique<FifoPolicy>(fast);
+    return std::make_unique<LeafFirstPolicy>(fast);
+  };
   for (uint64_t seed = 31; seed <= 34; ++seed) {
     const auto trace = small_trace(seed, 400);
     const PreparedTrace t = prepare_trace(trace, B);
-    for (int64_t blocks : {8, 20, 50}) {
-      INFO("seed " << seed << " blocks " << blocks);
-      CacheReplayer cursor(B, blocks, std::make_unique<FifoPolicy>(true), true, t.num_keys());
-      CacheReplayer heap(B, blocks, std::make_unique<FifoPolicy>(false), true, t.num_keys());
+    for (int64_t blocks : {8, 20, 50})
+    for (int which = 0; which < 2; ++which) {
+      INFO("seed " << seed << " blocks " << blocks << (which == 0 ? " fifo" : " leaf-first"));
+      CacheReplayer cursor(B, blocks, make(which, true), true, t.num_keys());
+      CacheReplayer heap(B, blocks, make(which, false), true, t.num_keys());
       for (size_t i = 0; i < t.size(); ++i) {
         cursor.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
         heap.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
