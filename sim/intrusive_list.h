@@ -92,7 +92,7 @@ class IntrusiveLists {
   BlockId front(int32_t l) const { return empty(l) ? kNoBlock : next_[n_ + l]; }
   // Successor of b in list l, or kNoBlock at its end.
   BlockId next(int32_t l, BlockId b) const { return next_[b] == n_ + l ? kNoBlock : next_[b]; }
-  // Inserts b just before `at`, which is in list l.
+  // Inserts b just before `at`, which is in list l (or is l's sentinel).
   void insert_before(int32_t l, BlockId b, BlockId at) {
     const int32_t before = prev_[at];
     prev_[b] = before;
@@ -101,14 +101,7 @@ class IntrusiveLists {
     prev_[at] = b;
     ++size_[l];
   }
-  void push_back(int32_t l, BlockId b) {
-    const int32_t s = n_ + l, before = prev_[s];
-    prev_[b] = before;
-    next_[b] = s;
-    next_[before] = b;
-    prev_[s] = b;
-    ++size_[l];
-  }
+  void push_back(int32_t l, BlockId b) { insert_before(l, b, n_ + l); }
   // b must be in list l.
   void unlink(int32_t l, BlockId b) {
     next_[prev_[b]] = next_[b];

@@ -73,6 +73,29 @@ std::vector<Request> read_mooncake(const std::string& path) {
   return out;
 }
 
+// The same content in the same blocks, block for block.
+void require_same_blocks(const CacheReplayer& a, const CacheReplayer& b, int64_t blocks) {
+  for (BlockId id = 1; id < blocks; ++id) {
+    REQUIRE(a.pool().is_cached(id) == b.pool().is_cached(id));
+    if (a.pool().is_cached(id)) REQUIRE(a.pool().hash_of(id) == b.pool().hash_of(id));
+  }
+}
+
+// Replays t under two policies side by side, checking after every request
+// that they made the same choices.
+void require_same_evictions(const PreparedTrace& t, int64_t blocks, std::unique_ptr<EvictionPolicy> x,
+                            std::unique_ptr<EvictionPolicy> y) {
+  CacheReplayer a(t.block_size, blocks, std::move(x), true, t.num_keys());
+  CacheReplayer b(t.block_size, blocks, std::move(y), true, t.num_keys());
+  for (size_t i = 0; i < t.size(); ++i) {
+    a.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+    b.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+    require_same_blocks(a, b, blocks);
+  }
+  REQUIRE(a.result().hit_tokens == b.result().hit_tokens);
+  REQUIRE(a.result().evictions == b.result().evictions);
+}
+
 }  // namespace
 
 TEST_CASE("cache replay makes the KvCacheManager's decisions request by request", "[cache-replay]") {
@@ -151,11 +174,7 @@ TEST_CASE("an interned (keyed) replay evicts and hits exactly as a hash-indexed 
           chain.append_tokens(outputs);
           by_hash.step(chain.hashes(), r.prompt_len, r.prompt_len + r.output_len);
           by_key.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
-          // Block for block: the same blocks hold the same content.
-          for (BlockId b = 1; b < blocks; ++b) {
-            REQUIRE(by_hash.pool().is_cached(b) == by_key.pool().is_cached(b));
-            if (by_hash.pool().is_cached(b)) REQUIRE(by_hash.pool().hash_of(b) == by_key.pool().hash_of(b));
-          }
+          require_same_blocks(by_hash, by_key, blocks);
         }
         REQUIRE(by_hash.result().hit_tokens == by_key.result().hit_tokens);
         REQUIRE(by_hash.result().evictions == by_key.result().evictions);
@@ -177,17 +196,7 @@ TEST_CASE("fifo's cursor search and leaf-first's ordered lists evict exactly as 
     for (int64_t blocks : {8, 20, 50})
     for (int which = 0; which < 2; ++which) {
       INFO("seed " << seed << " blocks " << blocks << (which == 0 ? " fifo" : " leaf-first"));
-      CacheReplayer cursor(B, blocks, make(which, true), true, t.num_keys());
-      CacheReplayer heap(B, blocks, make(which, false), true, t.num_keys());
-      for (size_t i = 0; i < t.size(); ++i) {
-        cursor.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
-        heap.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
-        for (BlockId b = 1; b < blocks; ++b) {
-          REQUIRE(cursor.pool().is_cached(b) == heap.pool().is_cached(b));
-          if (cursor.pool().is_cached(b)) REQUIRE(cursor.pool().hash_of(b) == heap.pool().hash_of(b));
-        }
-      }
-      REQUIRE(cursor.result().evictions == heap.result().evictions);
+      require_same_evictions(t, blocks, make(which, true), make(which, false));
     }
   }
 }
@@ -207,18 +216,7 @@ TEST_CASE("lfu's per-count lists evict exactly as its heap does, hot blocks beyo
     const PreparedTrace t = prepare_trace(trace, B);
     for (int64_t blocks : {8, 20, 50}) {
       INFO("requests " << trace.size() << " blocks " << blocks);
-      CacheReplayer lists(B, blocks, std::make_unique<LfuPolicy>(0.0, true), true, t.num_keys());
-      CacheReplayer heap(B, blocks, std::make_unique<LfuPolicy>(0.0, false), true, t.num_keys());
-      for (size_t i = 0; i < t.size(); ++i) {
-        lists.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
-        heap.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
-        for (BlockId b = 1; b < blocks; ++b) {
-          REQUIRE(lists.pool().is_cached(b) == heap.pool().is_cached(b));
-          if (lists.pool().is_cached(b)) REQUIRE(lists.pool().hash_of(b) == heap.pool().hash_of(b));
-        }
-      }
-      REQUIRE(lists.result().hit_tokens == heap.result().hit_tokens);
-      REQUIRE(lists.result().evictions == heap.result().evictions);
+      require_same_evictions(t, blocks, std::make_unique<LfuPolicy>(0.0, true), std::make_unique<LfuPolicy>(0.0, false));
     }
   }
   // The hot block really went past the lists.
