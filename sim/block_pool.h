@@ -22,6 +22,7 @@
 
 #include "sim/block_hash_index.h"
 #include "sim/dense_key_index.h"
+#include "sim/error.h"
 #include "sim/eviction_policy.h"
 #include "sim/types.h"
 
@@ -47,8 +48,12 @@ class BlockPool {
   // Distinct keys of the interned trace (0 unless keyed).
   uint32_t num_keys() const { return keyed_ ? keys_.num_keys() : 0; }
   const BlockHash& hash_of(BlockId b) const { return hashes_[b]; }
-  // Earliest-inserted cached block with this hash, or kNoBlock.
-  BlockId find(const BlockHash& h) const { return index_.find(h); }
+  // Earliest-inserted cached block with this hash, or kNoBlock (not in
+  // keyed mode, whose index knows keys only: use find_key).
+  BlockId find(const BlockHash& h) const {
+    if (keyed_) throw InternalError("block pool: a keyed pool was looked up by hash");
+    return index_.find(h);
+  }
   const BlockHashIndex& index() const { return index_; }
   // Keyed mode: earliest-inserted cached block with this key, or kNoBlock.
   BlockId find_key(uint32_t key) const { return keys_.find(key); }
