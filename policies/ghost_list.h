@@ -86,16 +86,7 @@ class GhostList {
       head_ = (head_ + 1) % cap_;
       --count_;
       if (s.live) {
-        if (keyed_) {
-          by_key_[s.key] = kEmpty;
-          s.live = false;
-          --live_;
-          return;
-        }
-        const uint64_t i = table_index(s.hash);
-        s.live = false;
-        --live_;
-        remove_at(i);
+        erase(s.hash, s.key);
         return;
       }
     }

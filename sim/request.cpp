@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <utility>
+
 namespace prefixsim {
 
 void Request::append_prompt_to(BlockHashChain& chain) const {
@@ -17,14 +19,30 @@ void Request::append_prompt_to(BlockHashChain& chain) const {
   }
 }
 
+namespace {
+bool chain_fits(const BlockHashChain& c, int32_t block_size, int64_t prompt_len) {
+  return c.block_size() == block_size && c.num_tokens() == prompt_len;
+}
+}  // namespace
+
 void Request::hash_prompt(BlockHashChain& chain, int32_t block_size) const {
-  if (prompt_chain.block_size() == block_size && prompt_chain.num_tokens() == prompt_len) {
+  if (chain_fits(prompt_chain, block_size, prompt_len)) {
     chain = prompt_chain;
     chain.set_extras(&extras);
     return;
   }
   chain.reset(block_size, &extras);
   append_prompt_to(chain);
+}
+
+void Request::take_prompt_chain(BlockHashChain& chain, int32_t block_size) {
+  if (chain_fits(prompt_chain, block_size, prompt_len)) {
+    std::swap(chain, prompt_chain);  // chain's old buffers go with prompt_chain
+    chain.set_extras(&extras);
+  } else {
+    hash_prompt(chain, block_size);
+  }
+  prompt_chain = BlockHashChain{};
 }
 
 uint64_t Request::output_key() const { return XXH3_64bits_withSeed(id.data(), id.size(), 0x6f75747075ULL); }

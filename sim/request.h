@@ -43,6 +43,9 @@ struct Request {
   // Resets `chain` to this prompt's chain at `block_size` (extras: this
   // request's): a copy of prompt_chain when it fits, else hashed now.
   void hash_prompt(BlockHashChain& chain, int32_t block_size) const;
+  // The same for the request's new owner: prompt_chain is moved, not
+  // copied, and is left empty either way.
+  void take_prompt_chain(BlockHashChain& chain, int32_t block_size);
 
   // The k-th output token: the recorded one when present, else a
   // deterministic function of (id, k) so that replays are reproducible.

@@ -74,11 +74,12 @@ SlotId Scheduler::add_request(Request&& r) {
   Seq& q = *seqs_[s];
   q.req = std::move(r);
   // Hashes are only needed when something can be cached.
-  if (kv_.pool().caching_enabled())
-    q.req.hash_prompt(q.chain, kv_.block_size());
-  else
+  if (kv_.pool().caching_enabled()) {
+    q.req.take_prompt_chain(q.chain, kv_.block_size());
+  } else {
     q.chain.reset(kv_.block_size(), &q.req.extras);
-  q.req.prompt_chain = BlockHashChain{};  // the copy in q.chain is the one kept
+    q.req.prompt_chain = BlockHashChain{};
+  }
   q.kv.blocks.clear();
   q.kv.num_cached = 0;
   q.num_tokens = q.req.prompt_len;

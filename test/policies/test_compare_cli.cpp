@@ -2,9 +2,12 @@
 // thread count, the belady gap, and one-line errors (exit 2) for bad usage.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "test/support.h"
 
@@ -32,20 +35,32 @@ std::string write_trace(const std::string& dir) {
   return path;
 }
 
+// Runs `compare TRACE ARGS... --threads T --out DIR/outK` once with one
+// thread and once with `threads`; returns the two output folders.
+std::array<std::string, 2> compare_twice(const std::string& dir, const std::string& trace,
+                                         const std::vector<std::string>& args, const char* threads) {
+  std::array<std::string, 2> outs;
+  for (int k = 0; k < 2; ++k) {
+    outs[k] = dir + "/out" + std::to_string(k);
+    std::vector<std::string> argv = {"compare", trace};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--threads", k == 0 ? "1" : threads, "--out", outs[k]});
+    const auto r = run_cli(argv);
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+  }
+  return outs;
+}
+
 }  // namespace
 
 TEST_CASE("compare writes json, csv and md, identical for any thread count", "[compare][cli]") {
   const std::string dir = temp_dir("compare");
   const std::string trace = write_trace(dir);
-  std::string outs[2];
-  for (int k = 0; k < 2; ++k) {
-    outs[k] = dir + "/out" + std::to_string(k);
-    const auto r = run_cli({"compare", trace, "--policies", "lru,lfu,s3fifo:small=0.2,promote=2,belady", "--kv-blocks",
-                            "12,30,80", "--block-size", "16", "--trace-block-size", "16", "--threads",
-                            k == 0 ? "1" : "3", "--out", outs[k], "--check-invariants"});
-    INFO(r.err);
-    REQUIRE(r.rc == 0);
-  }
+  const auto outs = compare_twice(dir, trace,
+                                  {"--policies", "lru,lfu,s3fifo:small=0.2,promote=2,belady", "--kv-blocks", "12,30,80",
+                                   "--block-size", "16", "--trace-block-size", "16", "--check-invariants"},
+                                  "3");
   for (const char* f : {"/compare.json", "/compare.csv", "/compare.md"})
     REQUIRE(read_file(outs[0] + f) == read_file(outs[1] + f));
   const auto j = nlohmann::json::parse(read_file(outs[0] + "/compare.json"));
@@ -72,15 +87,10 @@ TEST_CASE("compare writes json, csv and md, identical for any thread count", "[c
 TEST_CASE("compare in engine mode adds TTFT percentiles and writes compare.html", "[compare][cli]") {
   const std::string dir = temp_dir("compare_engine");
   const std::string trace = write_trace(dir);
-  std::string outs[2];
-  for (int k = 0; k < 2; ++k) {
-    outs[k] = dir + "/out" + std::to_string(k);
-    const auto r = run_cli({"compare", trace, "--policies", "lru,arc", "--kv-blocks", "40,200", "--block-size", "16",
-                            "--trace-block-size", "16", "--mode", "engine", "--threads", k == 0 ? "1" : "2",
-                            "--out", outs[k]});
-    INFO(r.err);
-    REQUIRE(r.rc == 0);
-  }
+  const auto outs = compare_twice(dir, trace,
+                                  {"--policies", "lru,arc", "--kv-blocks", "40,200", "--block-size", "16",
+                                   "--trace-block-size", "16", "--mode", "engine"},
+                                  "2");
   REQUIRE(read_file(outs[0] + "/compare.json") == read_file(outs[1] + "/compare.json"));
   const auto j = nlohmann::json::parse(read_file(outs[0] + "/compare.json"));
   REQUIRE(j["mode"] == "engine");
