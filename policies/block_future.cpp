@@ -7,6 +7,7 @@ namespace prefixsim {
 std::shared_ptr<const BlockFuture> BlockFuture::build(
     uint32_t num_keys, size_t num_requests, const std::function<std::span<const uint32_t>(size_t)>& lookup_keys) {
   auto f = std::make_shared<BlockFuture>();
+  f->num_requests_ = num_requests;
   // Pass 1: use counts. Pass 2: fill the CSR in request order, so each
   // key's uses come out ascending.
   std::vector<uint64_t> counts(num_keys, 0);

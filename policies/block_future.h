@@ -30,11 +30,13 @@ class BlockFuture {
     if (key >= num_keys()) return {};
     return {uses_.data() + offsets_[key], uses_.data() + offsets_[key + 1]};
   }
+  size_t num_requests() const { return num_requests_; }
   uint32_t num_keys() const { return offsets_.empty() ? 0 : static_cast<uint32_t>(offsets_.size() - 1); }
 
  private:
   std::vector<uint64_t> offsets_;  // CSR: uses of key k are uses_[offsets_[k] .. offsets_[k+1])
   std::vector<uint32_t> uses_;
+  size_t num_requests_ = 0;
 };
 
 }  // namespace prefixsim

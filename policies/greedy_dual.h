@@ -17,6 +17,12 @@
 //           attention FLOPs equal its linear-layer FLOPs (2*params /
 //           (4*layers*d_model): ~32k for Llama-3-8B, the default). size = 1
 //           block. Deep blocks of long prompts are worth more to keep.
+//
+// New keys land a little above L (by f * cost), so the order is kept in
+// buckets of the key (BucketQueue): lfu-da's keys are integers, one bucket
+// each, filled in release order and never sorted; gdsf's buckets are
+// 1/kGdsfBucketsPerUnit wide and sorted when they reach the front.
+// `buckets=false` keeps the plain heap as the reference.
 #pragma once
 
 #include <string>
@@ -29,8 +35,8 @@ namespace prefixsim {
 class GreedyDualPolicy final : public HeapPolicy {
  public:
   // attn_tokens <= 0: every block costs 1 (lfu-da).
-  GreedyDualPolicy(std::string name, int32_t block_size, double attn_tokens)
-      : name_(std::move(name)), block_size_(block_size), attn_tokens_(attn_tokens) {}
+  GreedyDualPolicy(std::string name, int32_t block_size, double attn_tokens, bool buckets = true)
+      : name_(std::move(name)), block_size_(block_size), attn_tokens_(attn_tokens), buckets_(buckets) {}
   std::string name() const override { return name_; }
   double inflation() const { return inflation_; }
   double priority(BlockId b) const { return k_[b]; }
@@ -54,7 +60,13 @@ class GreedyDualPolicy final : public HeapPolicy {
     touch(b);
   }
   HeapKey release_key(BlockId b) override { return {k_[b], tick()}; }
-  void chosen(BlockId b) override { inflation_ = heap().key(b).primary; }
+  void chosen(const HeapKey& key) override { inflation_ = key.primary; }
+  double bucket_width() const override {
+    if (!buckets_) return 0;
+    return attn_tokens_ > 0 ? 1.0 / kGdsfBucketsPerUnit : 1.0;
+  }
+  // Keys of L + f*cost within the ring; hotter blocks wait in the heap.
+  int32_t bucket_slots() const override { return attn_tokens_ > 0 ? 16 * kGdsfBucketsPerUnit : 1024; }
   size_t state_bytes() const override {
     return freq_.capacity() * sizeof(uint32_t) + (cost_.capacity() + k_.capacity()) * sizeof(double);
   }
@@ -65,9 +77,12 @@ class GreedyDualPolicy final : public HeapPolicy {
     k_[b] = inflation_ + static_cast<double>(freq_[b]) * cost_[b];
   }
 
+  static constexpr int32_t kGdsfBucketsPerUnit = 1024;
+
   std::string name_;
   int32_t block_size_;
   double attn_tokens_;
+  bool buckets_;
   std::vector<uint32_t> freq_;
   std::vector<double> cost_;
   std::vector<double> k_;

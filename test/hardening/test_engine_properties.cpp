@@ -17,6 +17,7 @@
 #include "sim/block_pool.h"
 #include "sim/catalog.h"
 #include "policies/fifo.h"
+#include "policies/greedy_dual.h"
 #include "policies/leaf_first.h"
 #include "policies/lfu.h"
 #include "sim/cost_model.h"
@@ -197,10 +198,11 @@ TEST_CASE("engine properties hold on random traces, pool sizes and scheduler set
   CHECK(total_hits > 0);
 }
 
-// The O(1) structures (fifo's cursor, lfu's per-count lists) against their
+// The O(1) structures (fifo's cursor, lfu's per-count lists, the GreedyDual
+// bucket queue) against their
 // heap references in the engine, where many blocks are in use at once and
 // releases interleave with evictions: same steps, same events.
-TEST_CASE("fifo's cursor, lfu's and leaf-first's lists replay the engine exactly as their heaps do",
+TEST_CASE("fifo's cursor, lfu's and leaf-first's lists and GreedyDual's buckets replay the engine exactly as their heaps do",
           "[property][engine]") {
   const ModelSpec& model = find_model("llama-3.1-8b");
   const GpuSpec& gpu = find_gpu("h100-sxm-80gb");
@@ -215,17 +217,19 @@ TEST_CASE("fifo's cursor, lfu's and leaf-first's lists replay the engine exactly
     cfg.max_num_seqs = uni(1, 16);
     cfg.max_num_batched_tokens = uni(16, 2048);
     const Trace tr = random_trace(rng, static_cast<int>(uni(10, 80)), max_prompt);
-    for (int which = 0; which < 3; ++which) {
-      INFO("seed " << seed << " policy " << which << " (fifo, lfu, leaf-first), block_size " << block_size << ", num_blocks "
-                   << num_blocks);
+    for (int which = 0; which < 5; ++which) {
+      INFO("seed " << seed << " policy " << which << " (fifo, lfu, leaf-first, lfu-da, gdsf), block_size " << block_size
+                   << ", num_blocks " << num_blocks);
       auto run = [&](bool fast) {
         std::unique_ptr<EvictionPolicy> p;
         if (which == 0)
           p = std::make_unique<FifoPolicy>(fast);
         else if (which == 1)
           p = std::make_unique<LfuPolicy>(0.0, fast);
-        else
+        else if (which == 2)
           p = std::make_unique<LeafFirstPolicy>(fast);
+        else  // gdsf with a short attention scale: costs from 1 to hundreds
+          p = std::make_unique<GreedyDualPolicy>(which == 3 ? "lfu-da" : "gdsf", block_size, which == 3 ? 0.0 : 4.0, fast);
         BlockPool pool(num_blocks, true, std::move(p));
         KvCacheManager kv(block_size, pool);
         ModeledExecutor exec(model, gpu, 1, std::nullopt);

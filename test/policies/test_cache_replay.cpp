@@ -8,7 +8,9 @@
 #include <random>
 
 #include "policies/block_future.h"
+#include "policies/belady.h"
 #include "policies/fifo.h"
+#include "policies/greedy_dual.h"
 #include "policies/leaf_first.h"
 #include "policies/lfu.h"
 #include "sim/dense_key_index.h"
@@ -197,6 +199,29 @@ TEST_CASE("fifo's cursor search and leaf-first's ordered lists evict exactly as 
     for (int which = 0; which < 2; ++which) {
       INFO("seed " << seed << " blocks " << blocks << (which == 0 ? " fifo" : " leaf-first"));
       require_same_evictions(t, blocks, make(which, true), make(which, false));
+    }
+  }
+}
+
+TEST_CASE("lfu-da's, gdsf's and belady's bucket queues evict exactly as their heaps do",
+          "[cache-replay][property][lfu-da][gdsf][belady]") {
+  constexpr int32_t B = 4;
+  for (uint64_t seed = 41; seed <= 44; ++seed) {
+    const auto trace = small_trace(seed, 400);
+    const PreparedTrace t = prepare_trace(trace, B);
+    const auto future = BlockFuture::build(t.num_keys(), t.size(), [&](size_t i) { return t.lookup_keys(i); });
+    for (int64_t blocks : {8, 20, 50}) {
+      INFO("seed " << seed << " blocks " << blocks);
+      auto greedy = [](const char* name, double attn, bool buckets) {
+        constexpr int32_t kB = 4;
+        return std::make_unique<GreedyDualPolicy>(name, kB, attn, buckets);
+      };
+      require_same_evictions(t, blocks, greedy("lfu-da", 0, true), greedy("lfu-da", 0, false));
+      require_same_evictions(t, blocks, greedy("gdsf", 32768, true), greedy("gdsf", 32768, false));
+      // Costs of up to ~100 units: keys spread far beyond gdsf's ring.
+      require_same_evictions(t, blocks, greedy("gdsf", 4, true), greedy("gdsf", 4, false));
+      require_same_evictions(t, blocks, std::make_unique<BeladyPolicy>(future, true),
+                             std::make_unique<BeladyPolicy>(future, false));
     }
   }
 }
