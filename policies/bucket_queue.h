@@ -145,6 +145,13 @@ class BucketQueue {
     if (!heap_.empty() && heap_.key(heap_.top()) < top_key_) return heap_top();
     return v[head_].block;
   }
+  // The block `ahead` entries past the front's next one (it may have left
+  // the queue since), or kNoBlock: a prefetch hint for the coming pops.
+  BlockId peek(size_t ahead) const {
+    if (ring_size_ == 0 || !front_ready_) return kNoBlock;
+    const auto& v = bucket_[static_cast<size_t>(slot(0))];
+    return head_ + ahead < v.size() ? v[head_ + ahead].block : kNoBlock;
+  }
   BlockId pop() {
     const BlockId b = top();
     erase(b);

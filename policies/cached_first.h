@@ -31,9 +31,8 @@ class CachedFirstPolicy : public EvictionPolicy {
     capacity_ = num_blocks - 1;
     fresh_.reset(num_blocks);
     for (BlockId b = 1; b < num_blocks; ++b) fresh_.push_back(b);
-    free_.assign(static_cast<size_t>(num_blocks), 0);
-    for (BlockId b = 1; b < num_blocks; ++b) free_[b] = 1;
-    pending_.assign(static_cast<size_t>(num_blocks), 0);
+    state_.assign(static_cast<size_t>(num_blocks), BlockState{});
+    for (BlockId b = 1; b < num_blocks; ++b) state_[b].free = 1;
     num_free_ = num_blocks - 1;
     num_cached_free_ = 0;
     num_pending_ = 0;
@@ -42,7 +41,7 @@ class CachedFirstPolicy : public EvictionPolicy {
 
   void on_hit(BlockId b, bool was_free) final {
     if (was_free) {
-      free_[b] = 0;
+      state_[b].free = 0;
       --num_free_;
       if (fresh_.contains(b)) {
         fresh_.unlink(b);  // cannot happen for a cached block; kept for safety
@@ -62,16 +61,15 @@ class CachedFirstPolicy : public EvictionPolicy {
       b = evict();
       --num_cached_free_;
     }
-    free_[b] = 0;
+    state_[b] = {0, 1};
     --num_free_;
-    pending_[b] = 1;
     ++num_pending_;
     return b;
   }
 
   void on_free(BlockId b) final {
     clear_pending(b);
-    free_[b] = 1;
+    state_[b].free = 1;
     ++num_free_;
     if (!pool_->is_cached(b)) {
       fresh_.push_back(b);
@@ -87,10 +85,10 @@ class CachedFirstPolicy : public EvictionPolicy {
   }
   void on_evicted(BlockId b, const BlockHash& hash, uint32_t key) final { on_gone(b, hash, key); }
 
-  bool is_free(BlockId b) const final { return free_[b] != 0; }
+  bool is_free(BlockId b) const final { return state_[b].free != 0; }
   int32_t num_free() const final { return num_free_; }
   size_t bytes() const final {
-    return fresh_.bytes() + free_.capacity() + pending_.capacity() + policy_bytes();
+    return fresh_.bytes() + state_.capacity() * sizeof(BlockState) + policy_bytes();
   }
 
  protected:
@@ -103,15 +101,29 @@ class CachedFirstPolicy : public EvictionPolicy {
   virtual size_t policy_bytes() const = 0;
 
   const BlockPool& pool() const { return *pool_; }
-  bool block_free(BlockId b) const { return free_[b] != 0; }
+  // Prefetch only (no effect on any result), for policies that know their
+  // next victims: `far` will be evicted in a while, `near` sooner. The far
+  // one's pool and free-set state is fetched; the near one's index slot,
+  // which needs its key, fetched by an earlier call as the far one.
+  void prefetch_victims(BlockId far, BlockId near) const {
+    if (far != kNoBlock) {
+      pool_->prefetch_block(far);
+      __builtin_prefetch(&state_[far]);
+      prefetch_state(far);
+    }
+    if (near != kNoBlock && pool_->is_cached(near)) pool_->prefetch_index_of(near);
+  }
+  // The derived policy's per-block state of b, for prefetch_victims.
+  virtual void prefetch_state(BlockId /*b*/) const {}
+  bool block_free(BlockId b) const { return state_[b].free != 0; }
   int32_t capacity() const { return capacity_; }
   int32_t num_pending() const { return num_pending_; }
   int32_t num_cached_free() const { return num_cached_free_; }
 
  private:
   void clear_pending(BlockId b) {
-    if (pending_[b]) {
-      pending_[b] = 0;
+    if (state_[b].pending) {
+      state_[b].pending = 0;
       --num_pending_;
     }
   }
@@ -119,8 +131,11 @@ class CachedFirstPolicy : public EvictionPolicy {
   const BlockPool* pool_ = nullptr;
   int32_t capacity_ = 0;
   IntrusiveList fresh_;            // free and uncached, reused first
-  std::vector<uint8_t> free_;      // in the free set (cached or not)
-  std::vector<uint8_t> pending_;   // handed out, not cached yet
+  struct BlockState {
+    uint8_t free = 0;     // in the free set (cached or not)
+    uint8_t pending = 0;  // handed out, not cached yet
+  };
+  std::vector<BlockState> state_;  // side by side: one cache line per block
   int32_t num_free_ = 0;
   int32_t num_cached_free_ = 0;
   int32_t num_pending_ = 0;

@@ -45,12 +45,14 @@ class HeapPolicy : public CachedFirstPolicy {
     const BlockId b = queue_.top();
     chosen(queue_.top_key());
     queue_.erase(b);
+    prefetch_victims(queue_.peek(kFarVictim), queue_.peek(kNearVictim));
     return b;
   }
   size_t policy_bytes() const final { return queue_.bytes() + state_bytes(); }
 
   // Release counter: the LRU tie-break (older release = smaller).
   uint64_t tick() const { return tick_; }
+  static constexpr size_t kFarVictim = 16, kNearVictim = 8;
   const BucketQueue& queue() const { return queue_; }
 
  private:

@@ -70,6 +70,15 @@ class BlockPool {
     else
       index_.prefetch(hashes_[b]);
   }
+  // Hints the CPU to fetch what allocating block b will read: its
+  // reference count and its index links (its hash, unless keyed).
+  void prefetch_block(BlockId b) const {
+    __builtin_prefetch(&ref_[b]);
+    if (keyed_)
+      keys_.prefetch_block(b);
+    else
+      __builtin_prefetch(&hashes_[b]);
+  }
   EvictionPolicy& policy() { return *policy_; }
   const EvictionPolicy& policy() const { return *policy_; }
 

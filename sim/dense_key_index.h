@@ -30,6 +30,11 @@ class DenseKeyIndex {
   uint32_t num_keys() const { return static_cast<uint32_t>(head_.size()); }
   BlockId find(uint32_t key) const { return head_[key]; }
   void prefetch(uint32_t key) const { __builtin_prefetch(&head_[key]); }
+  // Hints the CPU to fetch block b's links and key.
+  void prefetch_block(BlockId b) const {
+    __builtin_prefetch(&next_[b]);
+    __builtin_prefetch(&key_of_[b]);
+  }
   bool contains_block(BlockId b) const { return next_[b] != kNotCached; }
   uint32_t key_of(BlockId b) const { return key_of_[b]; }
   BlockId next_duplicate(BlockId b) const { return next_[b]; }
