@@ -4,6 +4,7 @@
 // independent computation of the same semantics.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -185,44 +186,35 @@ TEST_CASE("an interned (keyed) replay evicts and hits exactly as a hash-indexed 
   }
 }
 
-TEST_CASE("fifo's cursor search and leaf-first's ordered lists evict exactly as their heaps do",
-          "[cache-replay][property][fifo][leaf-first]") {
-  constexpr int32_t B = 4;
-  auto make = [](int which, bool fast) -> std::unique_ptr<EvictionPolicy> {
-    if (which == 0) return std::make_unique<FifoPolicy>(fast);
-    return std::make_unique<LeafFirstPolicy>(fast);
+// Each fast order beside the heap it replaced (constructor flag false).
+TEST_CASE("fifo's cursor, leaf-first's lists and the bucket queues of lfu-da, gdsf and belady evict exactly as "
+          "their heaps do",
+          "[cache-replay][property][fifo][leaf-first][lfu-da][gdsf][belady]") {
+  static constexpr int32_t B = 4;  // static: the lambdas below use it uncaptured
+  using Future = std::shared_ptr<const BlockFuture>;
+  struct Case {
+    const char* name;
+    std::function<std::unique_ptr<EvictionPolicy>(bool fast, const Future&)> make;
+  };
+  const Case cases[] = {
+      {"fifo", [](bool fast, const Future&) { return std::make_unique<FifoPolicy>(fast); }},
+      {"leaf-first", [](bool fast, const Future&) { return std::make_unique<LeafFirstPolicy>(fast); }},
+      {"lfu-da", [](bool fast, const Future&) { return std::make_unique<GreedyDualPolicy>("lfu-da", B, 0, fast); }},
+      {"gdsf", [](bool fast, const Future&) { return std::make_unique<GreedyDualPolicy>("gdsf", B, 32768, fast); }},
+      // Costs of up to ~100 units: keys spread far beyond gdsf's ring.
+      {"gdsf:attn_tokens=4",
+       [](bool fast, const Future&) { return std::make_unique<GreedyDualPolicy>("gdsf", B, 4, fast); }},
+      {"belady", [](bool fast, const Future& f) { return std::make_unique<BeladyPolicy>(f, fast); }},
   };
   for (uint64_t seed = 31; seed <= 34; ++seed) {
     const auto trace = small_trace(seed, 400);
     const PreparedTrace t = prepare_trace(trace, B);
-    for (int64_t blocks : {8, 20, 50})
-    for (int which = 0; which < 2; ++which) {
-      INFO("seed " << seed << " blocks " << blocks << (which == 0 ? " fifo" : " leaf-first"));
-      require_same_evictions(t, blocks, make(which, true), make(which, false));
-    }
-  }
-}
-
-TEST_CASE("lfu-da's, gdsf's and belady's bucket queues evict exactly as their heaps do",
-          "[cache-replay][property][lfu-da][gdsf][belady]") {
-  constexpr int32_t B = 4;
-  for (uint64_t seed = 41; seed <= 44; ++seed) {
-    const auto trace = small_trace(seed, 400);
-    const PreparedTrace t = prepare_trace(trace, B);
     const auto future = BlockFuture::build(t.num_keys(), t.size(), [&](size_t i) { return t.lookup_keys(i); });
-    for (int64_t blocks : {8, 20, 50}) {
-      INFO("seed " << seed << " blocks " << blocks);
-      auto greedy = [](const char* name, double attn, bool buckets) {
-        constexpr int32_t kB = 4;
-        return std::make_unique<GreedyDualPolicy>(name, kB, attn, buckets);
-      };
-      require_same_evictions(t, blocks, greedy("lfu-da", 0, true), greedy("lfu-da", 0, false));
-      require_same_evictions(t, blocks, greedy("gdsf", 32768, true), greedy("gdsf", 32768, false));
-      // Costs of up to ~100 units: keys spread far beyond gdsf's ring.
-      require_same_evictions(t, blocks, greedy("gdsf", 4, true), greedy("gdsf", 4, false));
-      require_same_evictions(t, blocks, std::make_unique<BeladyPolicy>(future, true),
-                             std::make_unique<BeladyPolicy>(future, false));
-    }
+    for (int64_t blocks : {8, 20, 50})
+      for (const Case& c : cases) {
+        INFO("seed " << seed << " blocks " << blocks << " " << c.name);
+        require_same_evictions(t, blocks, c.make(true, future), c.make(false, future));
+      }
   }
 }
 
