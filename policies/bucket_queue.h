@@ -45,7 +45,6 @@ class BucketQueue {
     if (width_ <= 0) return;
     slots_ = static_cast<int32_t>(std::bit_ceil(static_cast<uint32_t>(std::max(slots, 64))));
     bucket_.assign(static_cast<size_t>(slots_), {});
-    sorted_.assign(static_cast<size_t>(slots_), 1);
     live_.assign(static_cast<size_t>(slots_), 0);
     bits_.assign(static_cast<size_t>(slots_) / 64, 0);
     summary_.assign((bits_.size() + 63) / 64, 0);
@@ -61,7 +60,7 @@ class BucketQueue {
   const HeapKey& top_key() const { return top_key_; }
   size_t bytes() const {
     size_t n = heap_.bytes() + meta_.capacity() * sizeof(Meta) + live_.capacity() * sizeof(int32_t) +
-               sorted_.capacity() + (bits_.capacity() + summary_.capacity()) * sizeof(uint64_t);
+               (bits_.capacity() + summary_.capacity()) * sizeof(uint64_t);
     for (const auto& v : bucket_) n += sizeof(v) + v.capacity() * sizeof(Entry);
     return n;
   }
@@ -90,7 +89,6 @@ class BucketQueue {
         const int32_t s = slot(d);
         auto& v = bucket_[static_cast<size_t>(s)];
         if (d > 0 && v.size() >= 2 * static_cast<size_t>(live_[s]) + 64) compact(s, 0);
-        if (!v.empty() && k < v.back().key) sorted_[static_cast<size_t>(s)] = 0;
         v.push_back({k, b, m.stamp});
         m.where = s;
         if (live_[s]++ == 0) set_bit(s);
@@ -130,11 +128,9 @@ class BucketQueue {
     const int32_t s = slot(0);
     auto& v = bucket_[static_cast<size_t>(s)];
     if (!front_ready_) {
-      if (!sorted_[static_cast<size_t>(s)]) {
-        compact(s, 0);
-        std::sort(v.begin(), v.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
-        sorted_[static_cast<size_t>(s)] = 1;
-      }
+      // Dead entries may stay: they sort like any other and are skipped.
+      auto less = [](const Entry& a, const Entry& b) { return a.key < b.key; };
+      if (!std::is_sorted(v.begin(), v.end(), less)) std::sort(v.begin(), v.end(), less);
       head_ = 0;
       front_ready_ = true;
     }
@@ -193,7 +189,6 @@ class BucketQueue {
   void drop_front() {
     const int32_t s = slot(0);
     bucket_[static_cast<size_t>(s)].clear();
-    sorted_[static_cast<size_t>(s)] = 1;
     head_ = 0;
   }
   // Keeps the live entries of bucket s from index `from` on, in order.
@@ -249,7 +244,6 @@ class BucketQueue {
   static constexpr size_t kLookahead = 8;
   std::vector<Meta> meta_;  // per block
   std::vector<std::vector<Entry>> bucket_;  // per ring slot, lazily pruned
-  std::vector<uint8_t> sorted_;  // per slot: entries in key order
   std::vector<int32_t> live_;    // per slot: entries still in the queue
   std::vector<uint64_t> bits_;     // slots with live entries
   std::vector<uint64_t> summary_;  // non-zero words of bits_
