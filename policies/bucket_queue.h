@@ -18,7 +18,7 @@
 // The minimum is the smaller of the front's next entry and the heap's top:
 // every other bucket lies above the front one. Removal is lazy: an entry
 // whose block has left, or was pushed again since, is skipped (a per-block
-// stamp tells), and arrays are compacted when mostly dead. Buckets filled in
+// stamp tells), and all arrays are swept when mostly dead. Buckets filled in
 // key order (equal primaries pushed in release order: lfu-da, belady's depth
 // classes) are never sorted at all.
 #pragma once
@@ -48,8 +48,10 @@ class BucketQueue {
     live_.assign(static_cast<size_t>(slots_), 0);
     bits_.assign(static_cast<size_t>(slots_) / 64, 0);
     summary_.assign((bits_.size() + 63) / 64, 0);
+    heads_.assign(static_cast<size_t>(slots_), 0);
+    entries_ = 0;
+    sweep_slack_ = static_cast<size_t>(num_blocks) / 2 + 64;
     front_ = 0;
-    head_ = 0;
     front_ready_ = true;
   }
 
@@ -59,7 +61,7 @@ class BucketQueue {
   // Key of the block the last top() returned.
   const HeapKey& top_key() const { return top_key_; }
   size_t bytes() const {
-    size_t n = heap_.bytes() + meta_.capacity() * sizeof(Meta) + live_.capacity() * sizeof(int32_t) +
+    size_t n = heap_.bytes() + meta_.capacity() * sizeof(Meta) + (live_.capacity() + heads_.capacity()) * sizeof(int32_t) +
                (bits_.capacity() + summary_.capacity()) * sizeof(uint64_t);
     for (const auto& v : bucket_) n += sizeof(v) + v.capacity() * sizeof(Entry);
     return n;
@@ -88,12 +90,12 @@ class BucketQueue {
       if (d > 0 ? d < slots_ : d == 0 && fits_front(k)) {
         const int32_t s = slot(d);
         auto& v = bucket_[static_cast<size_t>(s)];
-        if (d > 0 && v.size() >= 2 * static_cast<size_t>(live_[s]) + 64) compact(s, 0);
         v.push_back({k, b, m.stamp});
         m.where = s;
         if (live_[s]++ == 0) set_bit(s);
         ++ring_size_;
         hi_ = std::max(hi_, i);
+        if (++entries_ > 2 * static_cast<size_t>(ring_size_) + sweep_slack_) sweep();
         return;
       }
     }
@@ -127,26 +129,36 @@ class BucketQueue {
     }
     const int32_t s = slot(0);
     auto& v = bucket_[static_cast<size_t>(s)];
+    uint32_t& h = heads_[static_cast<size_t>(s)];
     if (!front_ready_) {
       // Dead entries may stay: they sort like any other and are skipped.
       auto less = [](const Entry& a, const Entry& b) { return a.key < b.key; };
-      if (!std::is_sorted(v.begin(), v.end(), less)) std::sort(v.begin(), v.end(), less);
-      head_ = 0;
+      const auto from = v.begin() + h;
+      if (!std::is_sorted(from, v.end(), less)) std::sort(from, v.end(), less);
       front_ready_ = true;
     }
-    while (!valid(v[head_], s)) ++head_;
+    while (!valid(v[h], s)) ++h;
+    // A front that keeps taking pushes (belady's deepest class) would
+    // otherwise keep its consumed entries for as long as it is the front.
+    if (h >= kTrimAfter && 2 * static_cast<size_t>(h) >= v.size()) {
+      v.erase(v.begin(), v.begin() + h);
+      entries_ -= h;
+      h = 0;
+    }
     // The next entries are the next evictions: fetch their blocks' state.
-    if (head_ + kLookahead < v.size()) __builtin_prefetch(&meta_[v[head_ + kLookahead].block]);
-    top_key_ = v[head_].key;
+    if (h + kLookahead < v.size()) __builtin_prefetch(&meta_[v[h + kLookahead].block]);
+    top_key_ = v[h].key;
     if (!heap_.empty() && heap_.key(heap_.top()) < top_key_) return heap_top();
-    return v[head_].block;
+    return v[h].block;
   }
   // The block `ahead` entries past the front's next one (it may have left
   // the queue since), or kNoBlock: a prefetch hint for the coming pops.
   BlockId peek(size_t ahead) const {
     if (ring_size_ == 0 || !front_ready_) return kNoBlock;
-    const auto& v = bucket_[static_cast<size_t>(slot(0))];
-    return head_ + ahead < v.size() ? v[head_ + ahead].block : kNoBlock;
+    const int32_t s = slot(0);
+    const auto& v = bucket_[static_cast<size_t>(s)];
+    const size_t i = heads_[static_cast<size_t>(s)] + ahead;
+    return i < v.size() ? v[i].block : kNoBlock;
   }
   BlockId pop() {
     const BlockId b = top();
@@ -188,16 +200,37 @@ class BucketQueue {
   // The front bucket has no live entry left: forget its entries.
   void drop_front() {
     const int32_t s = slot(0);
-    bucket_[static_cast<size_t>(s)].clear();
-    head_ = 0;
+    auto& v = bucket_[static_cast<size_t>(s)];
+    // A bucket may have held a large share of the pool (lfu-da's class of
+    // count 1): give its room back, or every slot of the ring would keep
+    // the most it ever held. Costs an allocation per bucket, not per push.
+    entries_ -= v.size();
+    if (v.capacity() > kKeptCapacity)
+      std::vector<Entry>().swap(v);
+    else
+      v.clear();
+    heads_[static_cast<size_t>(s)] = 0;
   }
-  // Keeps the live entries of bucket s from index `from` on, in order.
-  void compact(int32_t s, size_t from) {
+  // Keeps only the live entries of bucket s, in order.
+  void compact(int32_t s) {
     auto& v = bucket_[static_cast<size_t>(s)];
     size_t out = 0;
-    for (size_t i = from; i < v.size(); ++i)
+    for (size_t i = heads_[static_cast<size_t>(s)]; i < v.size(); ++i)
       if (valid(v[i], s)) v[out++] = v[i];
+    entries_ -= v.size() - out;
     v.resize(out);
+    heads_[static_cast<size_t>(s)] = 0;
+  }
+  // Dead entries outnumber the live ones: drop them everywhere, and the
+  // room they took. Amortized O(1): a sweep follows at least sweep_slack_
+  // new dead entries.
+  void sweep() {
+    for (int32_t s = 0; s < slots_; ++s) {
+      auto& v = bucket_[static_cast<size_t>(s)];
+      if (v.empty()) continue;
+      compact(s);
+      if (v.capacity() > 2 * v.size() + 64) v.shrink_to_fit();
+    }
   }
 
   void set_bit(int32_t s) {
@@ -242,6 +275,8 @@ class BucketQueue {
     uint32_t stamp = 0;    // pushes so far
   };
   static constexpr size_t kLookahead = 8;
+  static constexpr size_t kKeptCapacity = 64;  // entries
+  static constexpr uint32_t kTrimAfter = 256;     // consumed entries
   std::vector<Meta> meta_;  // per block
   std::vector<std::vector<Entry>> bucket_;  // per ring slot, lazily pruned
   std::vector<int32_t> live_;    // per slot: entries still in the queue
@@ -251,8 +286,10 @@ class BucketQueue {
   int32_t ring_size_ = 0;
   int64_t front_ = 0;   // bucket number of the front slot
   int64_t hi_ = 0;      // highest bucket pushed into the ring since it was last empty
-  size_t head_ = 0;     // front bucket: entries before it are consumed
-  bool front_ready_ = true;  // the front bucket is sorted and head_ is set
+  size_t entries_ = 0;      // in all buckets, dead ones included
+  size_t sweep_slack_ = 0;  // dead entries tolerated beyond one per live one
+  std::vector<uint32_t> heads_;  // per slot: entries before it are consumed (dead)
+  bool front_ready_ = true;      // the front bucket is sorted from its head on
   HeapKey top_key_;
 };
 
