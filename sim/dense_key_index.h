@@ -3,7 +3,7 @@
 // so the map is a plain array indexed by key and a lookup is one load, with
 // no hashing and no probing. Same semantics as BlockHashIndex: caching never
 // deduplicates, the head of a key is its earliest-inserted block still
-// cached, later duplicates follow it in insertion order through next_.
+// cached, later duplicates follow it in insertion order through link_.next.
 //
 // Interning is exact as long as distinct keys are distinct hashes, which the
 // PreparedTrace guarantees (it compares all 128 bits), so a replay over keys
@@ -20,55 +20,53 @@ namespace prefixsim {
 
 class DenseKeyIndex {
  public:
-  static constexpr BlockId kNotCached = -2;  // next_ value of an uncached block
+  static constexpr BlockId kNotCached = -2;  // link_.next of an uncached block
 
   void reset(int32_t num_blocks, uint32_t num_keys) {
     head_.assign(num_keys, kNoBlock);
-    next_.assign(static_cast<size_t>(num_blocks), kNotCached);
-    key_of_.assign(static_cast<size_t>(num_blocks), 0);
+    link_.assign(static_cast<size_t>(num_blocks), Link{});
   }
   uint32_t num_keys() const { return static_cast<uint32_t>(head_.size()); }
   BlockId find(uint32_t key) const { return head_[key]; }
   void prefetch(uint32_t key) const { __builtin_prefetch(&head_[key]); }
   // Hints the CPU to fetch block b's links and key.
-  void prefetch_block(BlockId b) const {
-    __builtin_prefetch(&next_[b]);
-    __builtin_prefetch(&key_of_[b]);
-  }
-  bool contains_block(BlockId b) const { return next_[b] != kNotCached; }
-  uint32_t key_of(BlockId b) const { return key_of_[b]; }
-  BlockId next_duplicate(BlockId b) const { return next_[b]; }
+  void prefetch_block(BlockId b) const { __builtin_prefetch(&link_[b]); }
+  bool contains_block(BlockId b) const { return link_[b].next != kNotCached; }
+  uint32_t key_of(BlockId b) const { return link_[b].key; }
+  BlockId next_duplicate(BlockId b) const { return link_[b].next; }
 
   void insert(BlockId b, uint32_t key) {
     if (key >= head_.size()) throw InternalError("dense key index: key " + std::to_string(key) + " out of range");
-    key_of_[b] = key;
-    next_[b] = kNoBlock;
+    link_[b] = {kNoBlock, key};
     BlockId& h = head_[key];
     if (h == kNoBlock) {
       h = b;
       return;
     }
     BlockId tail = h;
-    while (next_[tail] != kNoBlock) tail = next_[tail];
-    next_[tail] = b;
+    while (link_[tail].next != kNoBlock) tail = link_[tail].next;
+    link_[tail].next = b;
   }
   void erase(BlockId b) {
-    BlockId* link = &head_[key_of_[b]];
+    BlockId* link = &head_[link_[b].key];
     while (*link != b) {
       if (*link == kNoBlock) throw InternalError("dense key index: erasing a block that is not indexed");
-      link = &next_[*link];
+      link = &link_[*link].next;
     }
-    *link = next_[b];
-    next_[b] = kNotCached;
+    *link = link_[b].next;
+    link_[b].next = kNotCached;
   }
   size_t bytes() const {
-    return (head_.capacity() + next_.capacity()) * sizeof(BlockId) + key_of_.capacity() * sizeof(uint32_t);
+    return head_.capacity() * sizeof(BlockId) + link_.capacity() * sizeof(Link);
   }
 
  private:
   std::vector<BlockId> head_;     // by key: earliest cached block, or kNoBlock
-  std::vector<BlockId> next_;     // by block: next duplicate, kNoBlock, or kNotCached
-  std::vector<uint32_t> key_of_;  // by block: its key while cached
+  struct Link {  // by block, side by side: evicting a block reads both
+    BlockId next = kNotCached;  // next duplicate, kNoBlock, or kNotCached
+    uint32_t key = 0;           // its key while cached
+  };
+  std::vector<Link> link_;
 };
 
 }  // namespace prefixsim
