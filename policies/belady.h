@@ -71,7 +71,12 @@ class BeladyPolicy final : public CachedFirstPolicy {
     else
       soon_.push(b, {-1e300, deepest_first});
   }
-  BlockId evict() override { return never_.empty() ? soon_.pop() : never_.pop(); }
+  BlockId evict() override {
+    BucketQueue& q = never_.empty() ? soon_ : never_;
+    const BlockId b = q.pop();
+    prefetch_victims(q.peek(kFarVictim), q.peek(kNearVictim));
+    return b;
+  }
   size_t policy_bytes() const override {
     return soon_.bytes() + never_.bytes() + (id_.capacity() + depth_.capacity() + cursor_.capacity()) * sizeof(uint32_t);
   }

@@ -113,6 +113,8 @@ class CachedFirstPolicy : public EvictionPolicy {
     }
     if (near != kNoBlock && pool_->is_cached(near)) pool_->prefetch_index_of(near);
   }
+  // How far ahead in eviction order prefetch_victims is best called.
+  static constexpr size_t kFarVictim = 16, kNearVictim = 8;
   // The derived policy's per-block state of b, for prefetch_victims.
   virtual void prefetch_state(BlockId /*b*/) const {}
   bool block_free(BlockId b) const { return state_[b].free != 0; }

@@ -1,12 +1,12 @@
-// Shared shape of the priority-ordered policies (fifo, lfu, lfu-da, gdsf,
-// belady): a cached block gets a key when it becomes free, and the free
-// cached block with the smallest key is evicted. Keys only change while a
+// Shared shape of the GreedyDual policies (lfu-da, gdsf): a cached block
+// gets a key when it becomes free, and the free cached block with the
+// smallest key is evicted. Keys only change while a
 // block is in use (hits), and a block in use is out of the heap, so a key
 // fixed at release time stays right for as long as the block waits.
 //
 // The order lives in a BucketQueue: a policy whose keys crowd above the
-// minimum names a bucket width and gets lists instead of heap sifts; width
-// 0 keeps the plain heap, the reference the bucketed order is tested
+// minimum names a bucket width and gets buckets instead of heap sifts;
+// width 0 keeps the plain heap, the reference the buckets are tested
 // against.
 #pragma once
 
@@ -52,8 +52,6 @@ class HeapPolicy : public CachedFirstPolicy {
 
   // Release counter: the LRU tie-break (older release = smaller).
   uint64_t tick() const { return tick_; }
-  static constexpr size_t kFarVictim = 16, kNearVictim = 8;
-  const BucketQueue& queue() const { return queue_; }
 
  private:
   BucketQueue queue_;
