@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <vector>
 
 #include "policies/cached_first.h"
@@ -22,46 +23,63 @@
 namespace prefixsim {
 
 // Count-Min sketch with 4-bit saturating counters (kept one per byte) and
-// periodic halving ("reset" in the paper).
+// periodic halving ("reset" in the paper). Blocked, as Caffeine's
+// FrequencySketch: a key's four counters, one per row, lie in one 64-byte
+// block chosen by its hash (16 counters of each row per block), so an add or
+// an estimate touches one cache line instead of four.
 class CountMinSketch {
  public:
   void reset(int64_t capacity, int64_t sample) {
-    uint64_t w = 64;
+    uint64_t w = 64;  // counters per row
     while (w < static_cast<uint64_t>(capacity)) w <<= 1;
-    width_mask_ = w - 1;
-    counters_.assign(w * kRows, 0);
+    blocks_.assign(w / kPerRow, Block{});
+    block_mask_ = w / kPerRow - 1;
     window_ = std::max<int64_t>(sample * capacity, 16);
     added_ = 0;
   }
   void add(const BlockHash& h) {
+    const uint64_t x = mix(h);
+    Block& blk = blocks_[block_of(x)];
     for (uint32_t r = 0; r < kRows; ++r) {
-      uint8_t& c = counters_[r * (width_mask_ + 1) + index(h, r)];
+      uint8_t& c = blk.c[slot(x, r)];
       if (c < 15) ++c;
     }
     if (++added_ >= window_) {
-      for (uint8_t& c : counters_) c = static_cast<uint8_t>(c >> 1);
+      for (Block& bl : blocks_)
+        for (uint8_t& c : bl.c) c = static_cast<uint8_t>(c >> 1);
       added_ = 0;
     }
   }
   uint32_t estimate(const BlockHash& h) const {
+    const uint64_t x = mix(h);
+    const Block& blk = blocks_[block_of(x)];
     uint32_t m = 15;
-    for (uint32_t r = 0; r < kRows; ++r)
-      m = std::min<uint32_t>(m, counters_[r * (width_mask_ + 1) + index(h, r)]);
+    for (uint32_t r = 0; r < kRows; ++r) m = std::min<uint32_t>(m, blk.c[slot(x, r)]);
     return m;
   }
-  size_t bytes() const { return counters_.capacity(); }
+  size_t bytes() const { return blocks_.capacity() * sizeof(Block); }
 
  private:
   static constexpr uint32_t kRows = 4;
-  uint64_t index(const BlockHash& h, uint32_t r) const {
-    static constexpr uint64_t kSeeds[kRows] = {0x9e3779b97f4a7c15ULL, 0xc2b2ae3d27d4eb4fULL, 0x165667b19e3779f9ULL,
-                                               0xd6e8feb86659fd93ULL};
-    uint64_t x = (h.lo ^ (h.hi + kSeeds[r])) * kSeeds[(r + 1) % kRows];
-    x ^= x >> 29;
-    return x & width_mask_;
+  static constexpr uint32_t kPerRow = 16;  // counters of one row in a block
+  struct alignas(64) Block {
+    uint8_t c[kRows * kPerRow] = {};
+  };
+  // Both halves through splitmix64's finalizer (Steele, Lea, Flood, OOPSLA
+  // 2014): every output bit depends on every input bit.
+  static uint64_t mix(const BlockHash& h) {
+    uint64_t x = h.lo ^ std::rotl(h.hi, 32);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
   }
-  std::vector<uint8_t> counters_;
-  uint64_t width_mask_ = 0;
+  // The block from the high half of the mixed hash, each row's counter from
+  // its own 4 bits of the low half.
+  size_t block_of(uint64_t x) const { return static_cast<size_t>((x >> 32) & block_mask_); }
+  static uint32_t slot(uint64_t x, uint32_t r) { return r * kPerRow + static_cast<uint32_t>((x >> (4 * r)) & 15); }
+
+  std::vector<Block> blocks_;
+  uint64_t block_mask_ = 0;
   int64_t window_ = 16;
   int64_t added_ = 0;
 };

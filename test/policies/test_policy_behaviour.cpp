@@ -3,6 +3,7 @@
 // prompt reused every few requests survives bursts of one-off requests under
 // frequency-aware policies, where vLLM's LRU loses it.
 #include <catch2/catch.hpp>
+#include <random>
 
 #include "policies/arc.h"
 #include "policies/greedy_dual.h"
@@ -89,6 +90,37 @@ TEST_CASE("sieve's hand clears visited bits, evicts in place and moves towards t
   c.access(7);  // 5 evicted (unvisited), 1 and 3 stay where they are
   REQUIRE_FALSE(c.cached(5));
   for (uint64_t x : {1, 3, 6, 7}) REQUIRE(c.cached(x));
+}
+
+TEST_CASE("tinylfu's count-min sketch never undercounts, saturates at 15, halves, and spreads keys",
+          "[policies][tinylfu]") {
+  CountMinSketch sk;
+  sk.reset(1000, 10);  // halving after 10,000 adds
+  // Keys shaped like the test caches' (lo and hi related) and random ones:
+  // the hash must separate both.
+  std::mt19937_64 rng(5);
+  std::vector<BlockHash> keys;
+  for (uint64_t x = 0; x < 100; ++x) keys.push_back(ObjectCache::hash(x));
+  for (int i = 0; i < 100; ++i) keys.push_back(BlockHash{rng(), rng()});
+  for (size_t i = 0; i < keys.size(); ++i)
+    for (size_t n = 0; n < i % 20; ++n) sk.add(keys[i]);
+  int exact = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const uint32_t want = static_cast<uint32_t>(std::min<size_t>(i % 20, 15));
+    REQUIRE(sk.estimate(keys[i]) >= want);  // count-min: collisions only add
+    exact += sk.estimate(keys[i]) == want ? 1 : 0;
+  }
+  REQUIRE(exact >= 180);  // 200 keys in 1,024 counters a row: few collide in all four
+  const BlockHash hot = ObjectCache::hash(7777);
+  for (int i = 0; i < 40; ++i) sk.add(hot);
+  REQUIRE(sk.estimate(hot) == 15);
+  // The reset: after the window every counter is halved.
+  CountMinSketch small;
+  small.reset(2, 8);  // window max(16, 16) = 16 adds
+  for (int i = 0; i < 15; ++i) small.add(hot);
+  REQUIRE(small.estimate(hot) == 15);
+  small.add(hot);  // the 16th add: 15 -> halved to 7
+  REQUIRE(small.estimate(hot) == 7);
 }
 
 TEST_CASE("tinylfu refuses a one-off block in favour of a hot one that lru would evict", "[policies][tinylfu]") {
