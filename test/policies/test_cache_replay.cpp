@@ -1,11 +1,8 @@
 // Cache-mode replay: it makes the KvCacheManager's decisions, whichever path
 // feeds it; it counts refused requests; belady bounds the other policies on
-// small traces; and on the real Mooncake traces lru reproduces an
-// independent computation of the same semantics.
+// small traces. (On the real Mooncake traces: test_cache_replay_real.cpp.)
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "policies/block_future.h"
@@ -51,26 +48,6 @@ std::vector<Request> small_trace(uint64_t seed, int n) {
       s = r.tokens;
       if (s.size() > 60) s.resize(8 + static_cast<size_t>(kind) * 5);
     }
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
-std::vector<Request> read_mooncake(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<Request> out;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const auto j = nlohmann::json::parse(line);
-    Request r;
-    r.id = "m" + std::to_string(n++);
-    r.arrival = j.at("timestamp").get<int64_t>() * 1000000;
-    r.prompt_len = j.at("input_length").get<int64_t>();
-    r.output_len = j.at("output_length").get<int64_t>();
-    r.hash_ids = j.at("hash_ids").get<std::vector<uint64_t>>();
-    r.trace_block_size = 512;
     out.push_back(std::move(r));
   }
   return out;
@@ -298,34 +275,6 @@ TEST_CASE("belady hits at least as much as every other policy on small traces", 
         INFO("seed " << seed << " blocks " << blocks << " policy " << info.name);
         REQUIRE(best.hit_tokens >= r.hit_tokens);
       }
-    }
-  }
-}
-
-TEST_CASE("cache-mode lru on the Mooncake traces matches an independent computation within 0.3 points",
-          "[cache-replay][real-data]") {
-  struct Case {
-    const char* file;
-    int32_t block_size;
-    double want[4];  // % at 1M, 3M, 10M, 30M tokens of usable blocks
-  };
-  const Case cases[] = {
-      {"conversation_trace.jsonl", 16, {5.42, 13.76, 28.99, 36.51}},
-      {"conversation_trace.jsonl", 512, {5.39, 13.51, 28.82, 36.46}},
-      {"synthetic_trace.jsonl", 16, {14.69, 31.59, 58.14, 65.12}},
-      {"synthetic_trace.jsonl", 512, {14.43, 31.43, 57.30, 65.04}},
-  };
-  const int64_t capacities[4] = {1000000, 3000000, 10000000, 30000000};
-  for (const Case& c : cases) {
-    const auto path = test::shared_path(std::string("traces/mooncake/") + c.file);
-    if (!path) PREFIXSIM_SKIP("../shared/traces/mooncake is absent");
-    const auto trace = read_mooncake(*path);
-    const PreparedTrace t = prepare_trace(trace, c.block_size);
-    for (int k = 0; k < 4; ++k) {
-      const auto r = run_cache_replay(t, capacities[k] / c.block_size + 1, test::any_policy("lru", c.block_size));
-      INFO(c.file << " B=" << c.block_size << " capacity " << capacities[k]);
-      CHECK(r.refused_requests == 0);
-      CHECK(100.0 * r.hit_rate == Approx(c.want[k]).margin(0.3));
     }
   }
 }
