@@ -23,7 +23,10 @@
 
 namespace prefixsim {
 
-namespace {
+// Named, not anonymous: PrefixAnalyzer::Impl holds these types, and gcc
+// rejects (-Wsubobject-linkage) a class with internal-linkage members when a
+// unity build includes this file.
+namespace analysis_internal {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 
@@ -150,7 +153,9 @@ class LruReplay {
 
 using Forest = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
 
-}  // namespace
+}  // namespace analysis_internal
+
+using namespace analysis_internal;
 
 LruCheck lru_hit_rate(RequestSource& src, int32_t block_size, int64_t num_blocks,
                       std::unique_ptr<EvictionPolicy> policy) {
