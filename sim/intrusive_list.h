@@ -90,7 +90,6 @@ class IntrusiveLists {
   bool empty(int32_t l) const { return size_[l] == 0; }
   int32_t size(int32_t l) const { return size_[l]; }
   BlockId front(int32_t l) const { return empty(l) ? kNoBlock : next_[n_ + l]; }
-  BlockId back(int32_t l) const { return empty(l) ? kNoBlock : prev_[n_ + l]; }
   // Successor of b in list l, or kNoBlock at its end.
   BlockId next(int32_t l, BlockId b) const { return next_[b] == n_ + l ? kNoBlock : next_[b]; }
   // Inserts b just before `at`, which is in list l (or is l's sentinel).
