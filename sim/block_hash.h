@@ -72,6 +72,15 @@ class BlockHashChain {
   void append_identity(uint64_t id, int64_t len);
 
   const std::vector<BlockHash>& hashes() const { return hashes_; }
+  // Runs of whole engine blocks that one trace identity produced together
+  // (aligned, no extras): blocks [first, first+count) are a function of the
+  // chain before `first` and the id alone, so if block `first` of two chains
+  // is equal, their runs agree up to the shorter count.
+  struct Run {
+    uint32_t first = 0;
+    uint32_t count = 0;
+  };
+  const std::vector<Run>& runs() const { return runs_; }
   int64_t num_tokens() const { return num_tokens_; }
   int32_t block_size() const { return block_size_; }
   size_t num_full_blocks() const { return hashes_.size(); }
@@ -82,7 +91,9 @@ class BlockHashChain {
 
   int32_t block_size_ = 16;
   const HashExtras* extras_ = nullptr;  // owned by the request; may be null
+  static constexpr uint32_t kRunSub = UINT32_MAX;  // sub-block tag of a run's base hash
   std::vector<BlockHash> hashes_;
+  std::vector<Run> runs_;
   std::vector<int32_t> partial_;  // tokens of the block being filled
   int64_t num_tokens_ = 0;
 };

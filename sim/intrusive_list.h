@@ -1,6 +1,7 @@
 // A doubly linked list threaded through block indices: O(1) push, pop and
 // unlink from anywhere, no allocation after reset(). vLLM's FreeKVCacheBlockQueue
-// has the same shape (prev/next pointers inside each block).
+// has the same shape (prev/next pointers inside each block). A block's two
+// links sit side by side, so moving it touches one cache line, not two.
 #pragma once
 
 #include <cstdint>
@@ -10,29 +11,35 @@
 
 namespace prefixsim {
 
+struct ListLink {
+  int32_t prev = -1;
+  int32_t next = -1;  // -1: not in any list
+};
+
 class IntrusiveList {
  public:
   // Room for indices 0..n-1; the list starts empty.
   void reset(int32_t n) {
-    prev_.assign(static_cast<size_t>(n) + 1, kOut);
-    next_.assign(static_cast<size_t>(n) + 1, kOut);
+    links_.assign(static_cast<size_t>(n) + 1, ListLink{});
     sentinel_ = n;
-    prev_[sentinel_] = next_[sentinel_] = sentinel_;
+    links_[sentinel_] = {sentinel_, sentinel_};
     size_ = 0;
   }
-  bool contains(BlockId b) const { return next_[b] != kOut; }
+  bool contains(BlockId b) const { return links_[b].next != kOut; }
   bool empty() const { return size_ == 0; }
   int32_t size() const { return size_; }
-  BlockId front() const { return empty() ? kNoBlock : next_[sentinel_]; }
-  BlockId back() const { return empty() ? kNoBlock : prev_[sentinel_]; }
+  BlockId front() const { return empty() ? kNoBlock : links_[sentinel_].next; }
+  BlockId back() const { return empty() ? kNoBlock : links_[sentinel_].prev; }
   // Successor of b towards the tail, or kNoBlock at the end.
-  BlockId next(BlockId b) const { return next_[b] == sentinel_ ? kNoBlock : next_[b]; }
-  BlockId prev(BlockId b) const { return prev_[b] == sentinel_ ? kNoBlock : prev_[b]; }
+  BlockId next(BlockId b) const { return links_[b].next == sentinel_ ? kNoBlock : links_[b].next; }
+  BlockId prev(BlockId b) const { return links_[b].prev == sentinel_ ? kNoBlock : links_[b].prev; }
+  // Hints the CPU to fetch b's links.
+  void prefetch(BlockId b) const { __builtin_prefetch(&links_[b]); }
 
-  void push_back(BlockId b) { link(b, prev_[sentinel_], sentinel_); }
-  void push_front(BlockId b) { link(b, sentinel_, next_[sentinel_]); }
+  void push_back(BlockId b) { link(b, links_[sentinel_].prev, sentinel_); }
+  void push_front(BlockId b) { link(b, sentinel_, links_[sentinel_].next); }
   // Insert b just before `before` (which must be in the list).
-  void insert_before(BlockId b, BlockId before) { link(b, prev_[before], before); }
+  void insert_before(BlockId b, BlockId before) { link(b, links_[before].prev, before); }
   BlockId pop_front() {
     BlockId b = front();
     if (b != kNoBlock) unlink(b);
@@ -44,27 +51,27 @@ class IntrusiveList {
     return b;
   }
   void unlink(BlockId b) {
-    next_[prev_[b]] = next_[b];
-    prev_[next_[b]] = prev_[b];
-    prev_[b] = next_[b] = kOut;
+    const ListLink l = links_[b];
+    links_[l.prev].next = l.next;
+    links_[l.next].prev = l.prev;
+    links_[b] = ListLink{};
     --size_;
   }
   void move_to_back(BlockId b) {
     unlink(b);
     push_back(b);
   }
-  size_t bytes() const { return (prev_.capacity() + next_.capacity()) * sizeof(int32_t); }
+  size_t bytes() const { return links_.capacity() * sizeof(ListLink); }
 
  private:
   static constexpr int32_t kOut = -1;
   void link(BlockId b, int32_t before, int32_t after) {
-    prev_[b] = before;
-    next_[b] = after;
-    next_[before] = b;
-    prev_[after] = b;
+    links_[b] = {before, after};
+    links_[before].next = b;
+    links_[after].prev = b;
     ++size_;
   }
-  std::vector<int32_t> prev_, next_;
+  std::vector<ListLink> links_;
   int32_t sentinel_ = 0;
   int32_t size_ = 0;
 };
@@ -80,41 +87,41 @@ class IntrusiveLists {
  public:
   void reset(int32_t n, int32_t k) {
     n_ = n;
-    prev_.assign(static_cast<size_t>(n) + static_cast<size_t>(k), kOut);
-    next_.assign(prev_.size(), kOut);
+    links_.assign(static_cast<size_t>(n) + static_cast<size_t>(k), ListLink{});
     size_.assign(static_cast<size_t>(k), 0);
-    for (int32_t l = 0; l < k; ++l) prev_[n + l] = next_[n + l] = n + l;
+    for (int32_t l = 0; l < k; ++l) links_[n + l] = {n + l, n + l};
   }
   int32_t num_lists() const { return static_cast<int32_t>(size_.size()); }
-  bool contains(BlockId b) const { return next_[b] != kOut; }
+  bool contains(BlockId b) const { return links_[b].next != kOut; }
   bool empty(int32_t l) const { return size_[l] == 0; }
   int32_t size(int32_t l) const { return size_[l]; }
-  BlockId front(int32_t l) const { return empty(l) ? kNoBlock : next_[n_ + l]; }
+  BlockId front(int32_t l) const { return empty(l) ? kNoBlock : links_[n_ + l].next; }
   // Successor of b in list l, or kNoBlock at its end.
-  BlockId next(int32_t l, BlockId b) const { return next_[b] == n_ + l ? kNoBlock : next_[b]; }
+  BlockId next(int32_t l, BlockId b) const { return links_[b].next == n_ + l ? kNoBlock : links_[b].next; }
   // Inserts b just before `at`, which is in list l (or is l's sentinel).
   void insert_before(int32_t l, BlockId b, BlockId at) {
-    const int32_t before = prev_[at];
-    prev_[b] = before;
-    next_[b] = at;
-    next_[before] = b;
-    prev_[at] = b;
+    const int32_t before = links_[at].prev;
+    links_[b] = {before, at};
+    links_[before].next = b;
+    links_[at].prev = b;
     ++size_[l];
   }
   void push_back(int32_t l, BlockId b) { insert_before(l, b, n_ + l); }
   // b must be in list l.
   void unlink(int32_t l, BlockId b) {
-    next_[prev_[b]] = next_[b];
-    prev_[next_[b]] = prev_[b];
-    prev_[b] = next_[b] = kOut;
+    const ListLink k = links_[b];
+    links_[k.prev].next = k.next;
+    links_[k.next].prev = k.prev;
+    links_[b] = ListLink{};
     --size_[l];
   }
-  size_t bytes() const { return (prev_.capacity() + next_.capacity() + size_.capacity()) * sizeof(int32_t); }
+  size_t bytes() const { return links_.capacity() * sizeof(ListLink) + size_.capacity() * sizeof(int32_t); }
 
  private:
   static constexpr int32_t kOut = -1;
   int32_t n_ = 0;
-  std::vector<int32_t> prev_, next_, size_;
+  std::vector<ListLink> links_;
+  std::vector<int32_t> size_;
 };
 
 }  // namespace prefixsim

@@ -47,16 +47,6 @@ void Request::take_prompt_chain(BlockHashChain& chain, int32_t block_size) {
 
 uint64_t Request::output_key() const { return XXH3_64bits_withSeed(id.data(), id.size(), 0x6f75747075ULL); }
 
-int32_t Request::output_token(uint64_t key, int64_t k) const {
-  if (k >= 0 && static_cast<size_t>(k) < output_tokens.size()) return output_tokens[static_cast<size_t>(k)];
-  // splitmix64 finaliser of (id hash, k): one id hash per request, not per token.
-  uint64_t z = key + (static_cast<uint64_t>(k) + 1) * 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  z ^= z >> 31;
-  return static_cast<int32_t>(z & 0x7fffffff);
-}
-
 int32_t Request::output_token(int64_t k) const {
   if (k >= 0 && static_cast<size_t>(k) < output_tokens.size()) return output_tokens[static_cast<size_t>(k)];
   return output_token(output_key(), k);

@@ -53,7 +53,15 @@ struct Request {
   // The same in two halves, for callers asking for many tokens of one
   // request: output_key() hashes the id once, output_token(key, k) is cheap.
   uint64_t output_key() const;
-  int32_t output_token(uint64_t key, int64_t k) const;
+  int32_t output_token(uint64_t key, int64_t k) const {
+    if (k >= 0 && static_cast<size_t>(k) < output_tokens.size()) return output_tokens[static_cast<size_t>(k)];
+    // splitmix64 finaliser of (id hash, k): one id hash per request, not per token.
+    uint64_t z = key + (static_cast<uint64_t>(k) + 1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<int32_t>(z & 0x7fffffff);
+  }
 
   // Checks internal consistency (lengths, identity coverage); returns an
   // empty string or what is wrong (the reader adds file:line).

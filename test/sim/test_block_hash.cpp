@@ -111,3 +111,42 @@ TEST_CASE("trace identities chain like tokens: equal ids give equal blocks, the 
   a.append_tokens(out);
   CHECK(a.num_full_blocks() == 39);
 }
+
+TEST_CASE("an aligned identity is one run: its blocks depend on the run's first block alone", "[hash][identity]") {
+  HashExtras none;
+  BlockHashChain a(16, &none), b(16, &none), c(16, &none);
+  a.append_identity(7, 512);
+  a.append_identity(8, 100);  // partial: a run of 6 blocks, then 4 tokens
+  b.append_identity(7, 512);
+  b.append_identity(8, 512);
+  c.append_identity(9, 512);
+  c.append_identity(8, 512);  // same id under another parent
+  REQUIRE(a.runs().size() == 2);
+  CHECK(a.runs()[1].first == 32);
+  CHECK(a.runs()[1].count == 6);
+  for (int i = 0; i < 38; ++i) CHECK(a.hashes()[i] == b.hashes()[i]);
+  CHECK(c.hashes()[32] != b.hashes()[32]);
+  // b and c share no block.
+  std::vector<BlockHash> all = b.hashes();
+  all.insert(all.end(), c.hashes().begin(), c.hashes().end());
+  for (size_t i = 0; i < all.size(); ++i)
+    for (size_t j = i + 1; j < all.size(); ++j)
+      CHECK(all[i] != all[j]);
+}
+
+TEST_CASE("identities straddling engine blocks, or with extras, are hashed block by block, not as runs",
+          "[hash][identity]") {
+  HashExtras none, lora;
+  lora.lora = 2;
+  BlockHashChain misaligned(48, &none), extras(16, &lora), again(48, &none);
+  misaligned.append_identity(7, 512);  // 10 blocks + 32 tokens: a run of 10
+  misaligned.append_identity(8, 512);  // starts inside a block: no run
+  again.append_identity(7, 512);
+  again.append_identity(8, 512);
+  extras.append_identity(7, 512);
+  CHECK(misaligned.runs().size() == 1);
+  CHECK(misaligned.hashes() == again.hashes());
+  CHECK(misaligned.num_full_blocks() == 1024 / 48);
+  CHECK(extras.runs().empty());
+  CHECK(extras.num_full_blocks() == 32);
+}
