@@ -150,15 +150,13 @@ uint64_t fmix64(uint64_t z) {
 }
 
 // Sub-block k of an identity run whose base hash is `base`. For a fixed k
-// this maps 128 bits to 128 bits bijectively (each step is invertible), so
-// distinct bases give distinct blocks; across k the outputs are as unrelated
-// as those of any 128-bit hash. Two multiplies instead of an XXH3 call over
-// a 45-byte image: an identity trace hashes ~30 blocks per trace block.
+// this maps 128 bits to 128 bits bijectively (lo is a bijection of base.lo,
+// hi a shift of base.hi), so distinct bases give distinct blocks, and the
+// blocks of one run differ in both halves. One multiply chain instead of an
+// XXH3 call over a 45-byte image: an identity trace hashes ~30 blocks per
+// trace block.
 BlockHash identity_sub_block(const BlockHash& base, uint64_t k) {
-  const uint64_t a = base.lo + (k + 1) * 0x9e3779b97f4a7c15ULL;
-  const uint64_t b = base.hi ^ ((k + 1) * 0xc2b2ae3d27d4eb4fULL);
-  const uint64_t lo = fmix64(a ^ ((b << 31) | (b >> 33)));
-  return BlockHash{lo, fmix64(b + lo)};
+  return BlockHash{fmix64(base.lo + (k + 1) * 0x9e3779b97f4a7c15ULL), base.hi + (k + 1) * 0xc2b2ae3d27d4eb4fULL};
 }
 
 }  // namespace
@@ -175,8 +173,11 @@ void BlockHashChain::append_identity(uint64_t id, int64_t len) {
     const BlockHash base = hash_identity_block(parent(), id, kRunSub, static_cast<int64_t>(hashes_.size()) * block_size_,
                                                0, extras);
     const int64_t n = len / block_size_;
-    runs_.push_back({static_cast<uint32_t>(hashes_.size()), static_cast<uint32_t>(n)});
-    for (int64_t k = 0; k < n; ++k) hashes_.push_back(identity_sub_block(base, static_cast<uint64_t>(k)));
+    const size_t first = hashes_.size();
+    runs_.push_back({static_cast<uint32_t>(first), static_cast<uint32_t>(n)});
+    hashes_.resize(first + static_cast<size_t>(n));
+    BlockHash* out = hashes_.data() + first;
+    for (int64_t k = 0; k < n; ++k) out[k] = identity_sub_block(base, static_cast<uint64_t>(k));
     off = n * block_size_;
     num_tokens_ += off;
   }

@@ -1,5 +1,6 @@
 #include "sim/block_pool.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "sim/error.h"
@@ -76,6 +77,31 @@ void BlockPool::cache(BlockId b, const CachedBlockInfo& info) {
     index_.insert(b);
   }
   policy_->on_cached(b, info);
+}
+
+void BlockPool::cache_chain(std::span<const BlockId> blocks, std::span<const BlockHash> chain, size_t from,
+                            size_t to) {
+  if (keyed_) throw InternalError("block pool: a keyed pool was given hashes to cache");
+  // Bucket heads are random accesses: fetch a few ahead.
+  constexpr size_t kAhead = 8;
+  for (size_t i = from; i < std::min(to, from + kAhead); ++i) index_.prefetch(chain[i]);
+  const bool describe = policy_->observes_caching();
+  for (size_t i = from; i < to; ++i) {
+    if (i + kAhead < to) index_.prefetch(chain[i + kAhead]);
+    const BlockId b = blocks[i];
+    if (describe) {
+      CachedBlockInfo info;
+      info.hash = chain[i];
+      info.has_parent = i > 0;
+      if (i > 0) info.parent = chain[i - 1];
+      info.depth = static_cast<uint32_t>(i);
+      cache(b, info);
+      continue;
+    }
+    POOL_INVARIANT(b > 0 && ref_[b] > 0, "only a block in use can be filled and cached");
+    hashes_[b] = chain[i];
+    index_.insert(b);
+  }
 }
 
 void BlockPool::release(BlockId b) {

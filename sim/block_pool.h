@@ -91,6 +91,9 @@ class BlockPool {
   // Insert the hash of a just-filled block into the index (keyed mode: under
   // info.key).
   void cache(BlockId b, const CachedBlockInfo& info);
+  // cache() for blocks[i] under chain[i], i in [from, to): a request's newly
+  // full blocks, chain being its full-block hashes (not in keyed mode).
+  void cache_chain(std::span<const BlockId> blocks, std::span<const BlockHash> chain, size_t from, size_t to);
   // Release blocks in the given order (callers pass a block table reversed,
   // so a request's tail blocks are evicted first).
   void release(BlockId b);

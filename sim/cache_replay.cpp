@@ -85,9 +85,8 @@ struct HashChain {
   std::span<const BlockHash> hashes;
   size_t size() const { return hashes.size(); }
   BlockId find(const BlockPool& pool, size_t i) const { return pool.find(hashes[i]); }
-  void describe(size_t i, CachedBlockInfo& info) const {
-    info.hash = hashes[i];
-    if (i > 0) info.parent = hashes[i - 1];
+  void cache(BlockPool& pool, std::span<const BlockId> table, size_t from, size_t to) const {
+    pool.cache_chain(table, hashes, from, to);
   }
 };
 struct KeyChain {
@@ -95,12 +94,18 @@ struct KeyChain {
   std::span<const BlockHash> key_hashes;
   size_t size() const { return keys.size(); }
   BlockId find(const BlockPool& pool, size_t i) const { return pool.find_key(keys[i]); }
-  void describe(size_t i, CachedBlockInfo& info) const {
-    info.key = keys[i];
-    info.hash = key_hashes[keys[i]];
-    if (i > 0) {
-      info.parent_key = keys[i - 1];
-      info.parent = key_hashes[keys[i - 1]];
+  void cache(BlockPool& pool, std::span<const BlockId> table, size_t from, size_t to) const {
+    for (size_t i = from; i < to; ++i) {
+      CachedBlockInfo info;
+      info.key = keys[i];
+      info.hash = key_hashes[keys[i]];
+      if (i > 0) {
+        info.parent_key = keys[i - 1];
+        info.parent = key_hashes[keys[i - 1]];
+      }
+      info.has_parent = i > 0;
+      info.depth = static_cast<uint32_t>(i);
+      pool.cache(table[i], info);
     }
   }
 };
@@ -186,13 +191,7 @@ void CacheReplayer::step_impl(const Chain& chain, int64_t prompt_len, int64_t to
   pool_.allocate(static_cast<int32_t>(need_total - num_hit), table_);
   r_.allocated_blocks += static_cast<uint64_t>(need_total - num_hit);
   const size_t full = std::min(chain.size(), static_cast<size_t>(total_len / B));
-  for (size_t i = static_cast<size_t>(num_hit); i < full; ++i) {
-    CachedBlockInfo info;
-    chain.describe(i, info);
-    info.has_parent = i > 0;
-    info.depth = static_cast<uint32_t>(i);
-    pool_.cache(table_[i], info);
-  }
+  if (full > static_cast<size_t>(num_hit)) chain.cache(pool_, table_, static_cast<size_t>(num_hit), full);
   // The request finishes: free its blocks last to first.
   for (auto it = table_.rbegin(); it != table_.rend(); ++it) pool_.release(*it);
   if (check_) {

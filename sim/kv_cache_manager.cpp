@@ -41,9 +41,9 @@ LookupResult KvCacheManager::lookup(const BlockHashChain& chain, int64_t num_tok
   return {hit_scratch_, hit_tokens};
 }
 
-bool KvCacheManager::allocate(KvSeq& seq, const BlockHashChain& chain, int64_t num_tokens, int64_t computed,
-                              int64_t num_new, std::span<const BlockId> hit, int64_t hit_tokens,
-                              bool full_sequence_must_fit) {
+bool KvCacheManager::allocate_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t num_tokens, int64_t computed,
+                                     int64_t num_new, std::span<const BlockId> hit, int64_t hit_tokens,
+                                     bool full_sequence_must_fit) {
   const int64_t held = static_cast<int64_t>(seq.blocks.size());
   const int64_t num_hit = static_cast<int64_t>(hit.size());
   int64_t evictable = 0;
@@ -61,24 +61,6 @@ bool KvCacheManager::allocate(KvSeq& seq, const BlockHashChain& chain, int64_t n
   pool_.allocate(static_cast<int32_t>(need), seq.blocks);
   if (pool_.caching_enabled()) cache_full_blocks(seq, chain, std::min(total, num_tokens));
   return true;
-}
-
-void KvCacheManager::cache_full_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t covered_tokens) {
-  const auto& hashes = chain.hashes();
-  const size_t full = std::min(static_cast<size_t>(div_bs(covered_tokens)), hashes.size());
-  const BlockHashIndex& index = pool_.index();
-  constexpr size_t kAhead = 8;  // prefetch distance: index slots are random accesses
-  for (size_t i = seq.num_cached; i < std::min(full, seq.num_cached + kAhead); ++i) index.prefetch(hashes[i]);
-  for (size_t i = seq.num_cached; i < full; ++i) {
-    if (i + kAhead < full) index.prefetch(hashes[i + kAhead]);
-    CachedBlockInfo info;
-    info.hash = hashes[i];
-    info.has_parent = i > 0;
-    if (i > 0) info.parent = hashes[i - 1];
-    info.depth = static_cast<uint32_t>(i);
-    pool_.cache(seq.blocks[i], info);
-  }
-  if (full > seq.num_cached) seq.num_cached = full;
 }
 
 void KvCacheManager::free(KvSeq& seq) {

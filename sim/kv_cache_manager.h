@@ -11,6 +11,7 @@
 //   free()     release the block table last to first [9]
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -64,7 +65,20 @@ class KvCacheManager {
   // full_sequence_must_fit the whole current sequence (`num_tokens`) must fit
   // (vLLM's admission test). Returns false and changes nothing on refusal.
   bool allocate(KvSeq& seq, const BlockHashChain& chain, int64_t num_tokens, int64_t computed, int64_t num_new,
-                std::span<const BlockId> hit, int64_t hit_tokens, bool full_sequence_must_fit);
+                std::span<const BlockId> hit, int64_t hit_tokens, bool full_sequence_must_fit) {
+    if (hit.empty() && !full_sequence_must_fit) {
+      // A running request's step (most often one decode token; a call per
+      // running request per step, so it is inline): no block to take when
+      // the blocks held cover it, and none newly full unless it crosses a
+      // block boundary. The same outcome as allocate_blocks'.
+      const int64_t total = computed + num_new;
+      if (blocks_for(total) <= static_cast<int64_t>(seq.blocks.size())) {
+        if (pool_.caching_enabled()) cache_full_blocks(seq, chain, std::min(total, num_tokens));
+        return true;
+      }
+    }
+    return allocate_blocks(seq, chain, num_tokens, computed, num_new, hit, hit_tokens, full_sequence_must_fit);
+  }
 
   // Release every block of seq, last to first, and clear it.
   void free(KvSeq& seq);
@@ -79,7 +93,15 @@ class KvCacheManager {
   // (a 64-bit division per call showed up in the engine's per-step profile).
   int64_t div_bs(int64_t tokens) const { return shift_ >= 0 && tokens >= 0 ? tokens >> shift_ : tokens / block_size_; }
   int64_t blocks_for(int64_t tokens) const { return div_bs(tokens + block_size_ - 1); }
-  void cache_full_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t covered_tokens);
+  bool allocate_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t num_tokens, int64_t computed, int64_t num_new,
+                       std::span<const BlockId> hit, int64_t hit_tokens, bool full_sequence_must_fit);
+  void cache_full_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t covered_tokens) {
+    const auto& hashes = chain.hashes();
+    const size_t full = std::min(static_cast<size_t>(div_bs(covered_tokens)), hashes.size());
+    if (full <= seq.num_cached) return;
+    pool_.cache_chain(seq.blocks, hashes, seq.num_cached, full);
+    seq.num_cached = full;
+  }
 
   int32_t block_size_;
   int32_t shift_ = -1;  // log2(block_size_) when it is a power of two, else -1
