@@ -218,7 +218,7 @@ void Scheduler::update_from_output() {
     if (!e.samples) continue;
     Seq& q = *seqs_[e.slot];
     const int32_t tok = tokens_.token(q.req, q.token_key, q.num_outputs);
-    if (kv_.pool().caching_enabled()) q.chain.append_tokens({&tok, 1});
+    if (kv_.pool().caching_enabled()) q.chain.append_token(tok);
     ++q.num_tokens;
     ++q.num_outputs;
     // check_stop: max_tokens, or the model length.

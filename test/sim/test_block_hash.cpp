@@ -88,9 +88,15 @@ TEST_CASE("appending tokens incrementally gives the chain of the whole sequence"
   e.lora = 3;
   auto t = iota_tokens(37);
   BlockHashChain inc(8, &e);
-  for (int32_t x : t) inc.append_tokens(std::span<const int32_t>(&x, 1));
+  BlockHashChain one(8, &e);
+  for (int32_t x : t) {
+    inc.append_tokens(std::span<const int32_t>(&x, 1));
+    one.append_token(x);
+  }
   CHECK(inc.hashes() == chain_of(t, e, 8));
+  CHECK(one.hashes() == inc.hashes());
   CHECK(inc.num_tokens() == 37);
+  CHECK(one.num_tokens() == 37);
 }
 
 TEST_CASE("trace identities chain like tokens: equal ids give equal blocks, the tail is partial", "[hash][identity]") {
