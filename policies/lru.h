@@ -42,7 +42,7 @@ class LruPolicy final : public EvictionPolicy {
     return b;
   }
   void on_free(BlockId b) override { queue_.push_back(b); }
-  bool observes_caching() const override { return false; }
+  bool observes_contents() const override { return false; }
   bool is_free(BlockId b) const override { return queue_.contains(b); }
   int32_t num_free() const override { return queue_.size(); }
   size_t bytes() const override { return queue_.bytes(); }

@@ -48,6 +48,7 @@ void BlockPool::touch(std::span<const BlockId> blocks) {
 }
 
 void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
+  const bool tell = policy_->observes_contents();
   for (int32_t i = 0; i < n; ++i) {
     const BlockId b = policy_->pop_free();
     if (b <= 0 || ref_[b] != 0) throw InternalError("eviction policy handed out a block that is not free");
@@ -57,7 +58,7 @@ void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
       else
         index_.erase(b);
       ++evictions_;
-      policy_->on_evicted(b, hashes_[b], keyed_ ? keys_.key_of(b) : kNoKey);
+      if (tell) policy_->on_evicted(b, hashes_[b], keyed_ ? keys_.key_of(b) : kNoKey);
     }
     ref_[b] = 1;
     --num_free_;
@@ -85,7 +86,7 @@ void BlockPool::cache_chain(std::span<const BlockId> blocks, std::span<const Blo
   // Bucket heads are random accesses: fetch a few ahead.
   constexpr size_t kAhead = 8;
   for (size_t i = from; i < std::min(to, from + kAhead); ++i) index_.prefetch(chain[i]);
-  const bool describe = policy_->observes_caching();
+  const bool describe = policy_->observes_contents();
   for (size_t i = from; i < to; ++i) {
     if (i + kAhead < to) index_.prefetch(chain[i + kAhead]);
     const BlockId b = blocks[i];

@@ -8,13 +8,18 @@ namespace prefixsim {
 
 namespace {
 
-// Feeds prompt + output of r into chain (reset first). `out` is scratch.
-void hash_request(const Request& r, int32_t block_size, BlockHashChain& chain, std::vector<int32_t>& out) {
-  r.hash_prompt(chain, block_size);
+// Appends the output of r to chain, which holds r's prompt. `out` is scratch.
+void hash_output(const Request& r, BlockHashChain& chain, std::vector<int32_t>& out) {
   out.clear();
   const uint64_t key = r.output_key();
   for (int64_t k = 0; k < r.output_len; ++k) out.push_back(r.output_token(key, k));
   chain.append_tokens(out);
+}
+
+// Feeds prompt + output of r into chain (reset first).
+void hash_request(const Request& r, int32_t block_size, BlockHashChain& chain, std::vector<int32_t>& out) {
+  r.hash_prompt(chain, block_size);
+  hash_output(r, chain, out);
 }
 
 // Interns block hashes: open addressing over 4-byte slots holding key + 1
@@ -239,7 +244,8 @@ CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64
   std::vector<int32_t> scratch;
   Request r;
   while (src.next(r)) {
-    hash_request(r, block_size, chain, scratch);
+    r.take_prompt_chain(chain, block_size);  // moved, not copied: r is ours
+    hash_output(r, chain, scratch);
     rep.step(chain.hashes(), r.prompt_len, r.prompt_len + r.output_len);
   }
   return rep.result();

@@ -49,9 +49,9 @@ class EvictionPolicy {
   virtual BlockId pop_free() = 0;
   virtual void on_free(BlockId b) = 0;
   virtual void on_cached(BlockId /*b*/, const CachedBlockInfo& /*info*/) {}
-  // False for a policy whose on_cached does nothing (lru): the pool then
-  // skips describing each newly cached block to it.
-  virtual bool observes_caching() const { return true; }
+  // False for a policy whose on_cached and on_evicted do nothing (lru): the
+  // pool then skips describing each cached and each evicted block to it.
+  virtual bool observes_contents() const { return true; }
   virtual void on_evicted(BlockId /*b*/, const BlockHash& /*hash*/, uint32_t /*key*/) {}
   // A new request's lookup begins (logical time for offline policies).
   virtual void on_request(uint64_t /*seq*/) {}
