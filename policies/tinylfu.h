@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "policies/cached_first.h"
+#include "sim/mix.h"
 
 namespace prefixsim {
 
@@ -65,14 +66,8 @@ class CountMinSketch {
   struct alignas(64) Block {
     uint8_t c[kRows * kPerRow] = {};
   };
-  // Both halves through splitmix64's finalizer (Steele, Lea, Flood, OOPSLA
-  // 2014): every output bit depends on every input bit.
-  static uint64_t mix(const BlockHash& h) {
-    uint64_t x = h.lo ^ std::rotl(h.hi, 32);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
+  // Both halves, through mix64: every output bit depends on every input bit.
+  static uint64_t mix(const BlockHash& h) { return mix64(h.lo ^ std::rotl(h.hi, 32)); }
   // The block from the high half of the mixed hash, each row's counter from
   // its own 4 bits of the low half.
   size_t block_of(uint64_t x) const { return static_cast<size_t>((x >> 32) & block_mask_); }

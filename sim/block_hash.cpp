@@ -1,5 +1,7 @@
 #include "sim/block_hash.h"
 
+#include "sim/mix.h"
+
 #include <xxhash.h>
 
 #include <algorithm>
@@ -142,13 +144,6 @@ void BlockHashChain::append_tokens(std::span<const int32_t> tokens) {
 
 namespace {
 
-// splitmix64's finaliser: a bijection of 64-bit words with full avalanche.
-uint64_t fmix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // Sub-block k of an identity run whose base hash is `base`. For a fixed k
 // this maps 128 bits to 128 bits bijectively (lo is a bijection of base.lo,
 // hi a shift of base.hi), so distinct bases give distinct blocks, and the
@@ -156,7 +151,7 @@ uint64_t fmix64(uint64_t z) {
 // XXH3 call over a 45-byte image: an identity trace hashes ~30 blocks per
 // trace block.
 BlockHash identity_sub_block(const BlockHash& base, uint64_t k) {
-  return BlockHash{fmix64(base.lo + (k + 1) * 0x9e3779b97f4a7c15ULL), base.hi + (k + 1) * 0xc2b2ae3d27d4eb4fULL};
+  return BlockHash{mix64(base.lo + (k + 1) * 0x9e3779b97f4a7c15ULL), base.hi + (k + 1) * 0xc2b2ae3d27d4eb4fULL};
 }
 
 }  // namespace
@@ -192,7 +187,7 @@ void BlockHashChain::append_identity(uint64_t id, int64_t len) {
     }
     // A block straddling identities, or the partial tail: synthetic tokens
     // that depend only on (id, offset), so equal ids give equal content.
-    partial_.push_back(static_cast<int32_t>(fmix64(id ^ fmix64(static_cast<uint64_t>(off) + 0x7461696cULL)) & 0x7fffffff));
+    partial_.push_back(static_cast<int32_t>(mix64(id ^ mix64(static_cast<uint64_t>(off) + 0x7461696cULL)) & 0x7fffffff));
     ++off;
     ++num_tokens_;
     if (static_cast<int32_t>(partial_.size()) == block_size_) complete_block();

@@ -154,20 +154,17 @@ class IdealHitSource final : public RequestSource {
   // set), runs as their counts.
   void insert_from(size_t hit) {
     const auto& h = chain_.hashes();
-    for (const BlockHashChain::Run& run : chain_.runs()) {
-      if (run.first + run.count <= hit) continue;
-      runs_.insert(h[run.first], run.count);
-    }
     const auto& runs = chain_.runs();
     size_t r = 0;
-    for (size_t i = hit; i < h.size(); ++i) {
+    for (size_t i = hit; i < h.size();) {
       while (r < runs.size() && runs[r].first + runs[r].count <= i) ++r;
-      if (r < runs.size() && runs[r].first <= i) {
-        i = runs[r].first + runs[r].count - 1;  // the run is counted above
+      if (r < runs.size() && runs[r].first <= i) {  // i lies in run r: the run is one entry
+        runs_.insert(h[runs[r].first], runs[r].count);
+        i = runs[r].first + runs[r].count;
         continue;
       }
       if (i + kAhead < h.size()) blocks_.prefetch(h[i + kAhead]);
-      blocks_.insert(h[i]);
+      blocks_.insert(h[i++]);
     }
     if (blocks_.size() + runs_.size() > kMaxDistinctBlocks) {
       overflowed_ = true;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/block_hash.h"
+#include "sim/mix.h"
 #include "sim/types.h"
 
 namespace prefixsim {
@@ -55,12 +56,8 @@ struct Request {
   uint64_t output_key() const;
   int32_t output_token(uint64_t key, int64_t k) const {
     if (k >= 0 && static_cast<size_t>(k) < output_tokens.size()) return output_tokens[static_cast<size_t>(k)];
-    // splitmix64 finaliser of (id hash, k): one id hash per request, not per token.
-    uint64_t z = key + (static_cast<uint64_t>(k) + 1) * 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return static_cast<int32_t>(z & 0x7fffffff);
+    // Mix of (id hash, k): one id hash per request, not per token.
+    return static_cast<int32_t>(mix64(key + (static_cast<uint64_t>(k) + 1) * 0x9e3779b97f4a7c15ULL) & 0x7fffffff);
   }
 
   // Checks internal consistency (lengths, identity coverage); returns an

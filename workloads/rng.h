@@ -11,14 +11,11 @@
 #include <cmath>
 #include <cstdint>
 
+#include "sim/mix.h"
+
 namespace prefixsim::workloads {
 
-inline uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+inline uint64_t splitmix64(uint64_t& state) { return mix64(state += 0x9e3779b97f4a7c15ULL); }
 
 // A stream seed derived from a base seed and a stream tag, so independent
 // parts of a workload (arrivals, mixture choice, each component, each
