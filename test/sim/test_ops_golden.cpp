@@ -1,6 +1,7 @@
 // Every vLLM v1 golden case (test/data/golden/vllm-v1) reproduces exactly:
 // same keys and values op by op, `usage` equal as a double.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -8,8 +9,25 @@
 #include "policies/registry.h"
 #include "sim/ops_runner.h"
 #include "test/support.h"
+#include "traces/byte_stream.h"
 
 using namespace prefixsim;
+
+namespace {
+
+// The ops script of a case: NAME.ops.jsonl, or, for the largest cases (kept
+// compressed so the repository holds no multi-MB file), NAME.ops.jsonl.zst.
+std::string ops_script(const std::string& name) {
+  const std::string plain = test::data_path("golden/vllm-v1/" + name + ".ops.jsonl");
+  if (std::filesystem::exists(plain)) return test::read_file(plain);
+  auto in = open_byte_stream(plain + ".zst");
+  std::string text;
+  char buf[1 << 16];
+  for (size_t n; (n = in->read(buf, sizeof buf)) > 0;) text.append(buf, n);
+  return text;
+}
+
+}  // namespace
 
 TEST_CASE("ops reproduces every vLLM v1 golden case op by op", "[golden][ops]") {
   const auto cases = nlohmann::json::parse(test::read_file(test::data_path("golden/vllm-v1/cases.json")));
@@ -18,7 +36,7 @@ TEST_CASE("ops reproduces every vLLM v1 golden case op by op", "[golden][ops]") 
     const std::string name = it.key();
     SECTION(name) {
       const std::string ops = test::data_path("golden/vllm-v1/" + name + ".ops.jsonl");
-      std::ifstream in(ops);
+      std::istringstream in(ops_script(name));
       std::ostringstream out;
       OpsOptions o;
       o.check_invariants = true;
