@@ -1,5 +1,7 @@
 #include "sim/json_out.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdio>
 
@@ -38,6 +40,17 @@ void append_double(std::string& out, double v) {
   std::string_view s(buf, static_cast<size_t>(p - buf));
   out += s;
   if (s.find_first_of(".en") == std::string_view::npos) out += ".0";
+}
+
+// nlohmann's serializer validates strictly (its DFA follows the Unicode
+// standard's table of well-formed byte sequences), so it is the reference.
+bool valid_utf8(std::string_view s) {
+  try {
+    (void)nlohmann::json(std::string(s)).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
 }
 
 }  // namespace prefixsim

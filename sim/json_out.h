@@ -13,6 +13,12 @@ namespace prefixsim {
 // Appends s as a JSON string literal.
 void append_json_string(std::string& out, std::string_view s);
 
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or
+// code points above U+10FFFF), i.e. whether it can go into a JSON report.
+// Strings read from YAML or the command line are checked with this up front so
+// that a bad byte is an input error naming its source, not a failed dump later.
+bool valid_utf8(std::string_view s);
+
 inline void append_int(std::string& out, int64_t v) {
   char buf[24];
   auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);

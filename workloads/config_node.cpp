@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/error.h"
+#include "sim/json_out.h"
 
 namespace prefixsim::workloads {
 
@@ -66,6 +67,7 @@ std::vector<ConfigNode> ConfigNode::elements() const {
 
 std::string ConfigNode::as_string() const {
   if (!node_.IsScalar()) fail("expected a string");
+  if (!valid_utf8(node_.Scalar())) fail("must be valid UTF-8 (it goes into traces and reports)");
   return node_.Scalar();
 }
 

@@ -7,6 +7,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/error.h"
+#include "sim/json_out.h"
 #include "traces/analysis.h"
 #include "traces/trace_reader.h"
 
@@ -46,6 +47,7 @@ int cmd_analyze(const Args& args) {
     return 0;
   if (!vm.count("trace")) throw InputError("analyze: missing the trace argument (usage: prefixsim analyze TRACE)");
   const std::string path = vm["trace"].as<std::string>();
+  if (!valid_utf8(path)) throw InputError("analyze: TRACE: must be valid UTF-8 (it goes into analysis.json)");
   AnalysisOptions ao;
   ao.block_size = vm["block-size"].as<int32_t>();
   if (ao.block_size <= 0 || ao.block_size > 65536) throw InputError("analyze: --block-size must be in 1..65536");

@@ -33,6 +33,7 @@
 #include "reports/latency.h"
 #include "reports/outputs.h"
 #include "sim/error.h"
+#include "sim/json_out.h"
 #include "sim/vector_source.h"
 #include "sim/kv_sizing.h"
 #include "traces/trace_reader.h"
@@ -260,6 +261,7 @@ int cmd_compare(const Args& args) {
   topts.format = vm["format"].as<std::string>();
   topts.trace_block_size = vm["trace-block-size"].as<int32_t>();
   const std::string trace_path = vm["trace"].as<std::string>();
+  if (!valid_utf8(trace_path)) throw InputError("compare: TRACE: must be valid UTF-8 (it goes into compare.json)");
   auto src = open_trace(trace_path, topts);
   const std::string format = src->format();
   std::vector<Request> requests;  // engine mode only

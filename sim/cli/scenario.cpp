@@ -2,9 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <type_traits>
 #include <utility>
 
 #include "sim/error.h"
+#include "sim/json_out.h"
 
 namespace prefixsim::cli {
 namespace {
@@ -17,11 +19,15 @@ class YamlReader {
   }
   template <typename T>
   T get(const YAML::Node& n, const std::string& key, const char* what) const {
+    T v{};
     try {
-      return n.as<T>();
+      v = n.as<T>();
     } catch (const YAML::Exception&) {
       fail(n, key, std::string("expected ") + what);
     }
+    if constexpr (std::is_same_v<T, std::string>)
+      if (!valid_utf8(v)) fail(n, key, "must be valid UTF-8 (it goes into report.json)");
+    return v;
   }
   const std::string& path() const { return path_; }
 
@@ -85,24 +91,6 @@ void load_scenario_yaml(const std::string& path, Scenario& s) {
     else y.fail(kv.first, key, "unknown key");
   }
 }
-
-namespace {
-
-// Reports are JSON: a string that is not UTF-8 cannot go into one.
-bool valid_utf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
-    i += n;
-  }
-  return true;
-}
-
-}  // namespace
 
 void validate(const Scenario& s) {
   auto bad = [](const std::string& flag, const std::string& msg) { throw InputError(flag + ": " + msg); };

@@ -158,6 +158,15 @@ std::vector<BadCase> bad_cases() {
        {"replay", T, "--profile", "@/p.json"}, "p.json:1"},
       {"replay a workload path that is not UTF-8", {{"w\xff.yaml", "workload:\n  pattern: chatbot\n"}},
        {"replay", "--workload", "@/w\xff.yaml", "--requests", "10"}, "--workload"},
+      {"compare a trace path that is not UTF-8", {}, {"compare", "@/t\xff.jsonl", "--policies", "lru", "--kv-blocks", "100"},
+       "TRACE: must be valid UTF-8"},
+      {"analyze a trace path that is not UTF-8", {}, {"analyze", "@/t\xff.jsonl"}, "TRACE: must be valid UTF-8"},
+      // 0xF6 leads a 4-byte form above U+10FFFF: structurally plausible, not UTF-8.
+      {"scenario YAML with a string that is not UTF-8", {{"s.yaml", "workload: \xf6\x96\x96\x87" "0\n"}},
+       {"replay", "--config", "@/s.yaml"}, "s.yaml:1: workload: must be valid UTF-8"},
+      {"workload YAML with a name that is not UTF-8",
+       {{"w.yaml", "name: \"\xed\xa0\x80\"\npattern: chatbot\n"}},
+       {"generate", "@/w.yaml", "-o", "@/out/t.jsonl"}, "w.yaml:1: name: must be valid UTF-8"},
       {"check missing report", {{"base.json", "{}"}}, {"check", "@/nosuch.json", "--baseline", "@/base.json"},
        "nosuch.json"},
   };
