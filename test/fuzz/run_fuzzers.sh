@@ -9,6 +9,11 @@
 #   FUZZ_BUILD_DIR build directory (default build-fuzz)
 #   FUZZ_TARGETS   space-separated subset (default: all)
 #   FUZZ_JOBS      ninja parallelism (default: nproc)
+#   FUZZ_SEED      libFuzzer's -seed (default 0: a new random seed each run,
+#                  for campaigns that look for new bugs). CI sets a fixed one
+#                  so that one commit always meets the same inputs: a red CI
+#                  run is then reproducible, and new findings come from the
+#                  campaigns, not from a CI run's luck.
 #
 # Regression inputs (crashes found and fixed) live in the corpus too, so every
 # run replays them first. New inputs found during a run go to a scratch copy,
@@ -21,6 +26,7 @@ TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 TOTAL=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-$(nproc)}
+SEED=${FUZZ_SEED:-0}
 ART=${FUZZ_ARTIFACTS:-$BUILD_DIR/artifacts}
 
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
@@ -39,10 +45,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 failed=()
 for t in $TARGETS; do
   mkdir -p "$scratch/$t" "test/fuzz/corpus/$t"
-  echo "fuzz: $t for ${per}s over test/fuzz/corpus/$t ($(ls "test/fuzz/corpus/$t" | wc -l) inputs)" >&2
+  echo "fuzz: $t for ${per}s (seed $SEED) over test/fuzz/corpus/$t ($(ls "test/fuzz/corpus/$t" | wc -l) inputs)" >&2
   # -rss_limit_mb / -malloc_limit_mb: an input that makes a parser allocate
   # gigabytes is a finding; -timeout: so is one that hangs.
-  if ! TMPDIR="$scratch" "$BUILD_DIR/test/fuzz/fuzz_$t" -max_total_time="$per" -timeout=10 \
+  if ! TMPDIR="$scratch" "$BUILD_DIR/test/fuzz/fuzz_$t" -seed="$SEED" -max_total_time="$per" -timeout=10 \
       -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=16384 -print_final_stats=1 \
       -artifact_prefix="$ART/$t-" "$scratch/$t" "test/fuzz/corpus/$t" > "$scratch/$t.log" 2>&1; then
     tail -n 60 "$scratch/$t.log" >&2
