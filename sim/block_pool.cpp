@@ -68,15 +68,19 @@ void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
   POOL_INVARIANT(num_free_ == policy_->num_free(), "free count differs from the policy's after allocate");
 }
 
-void BlockPool::cache(BlockId b, const CachedBlockInfo& info) {
+void BlockPool::index_block(BlockId b, const BlockHash& hash, uint32_t key) {
   POOL_INVARIANT(b > 0 && ref_[b] > 0, "only a block in use can be filled and cached");
-  hashes_[b] = info.hash;
+  hashes_[b] = hash;
   if (keyed_) {
-    if (info.key == kNoKey) throw InternalError("keyed block pool: a block was cached without its key");
-    keys_.insert(b, info.key);
+    if (key == kNoKey) throw InternalError("keyed block pool: a block was cached without its key");
+    keys_.insert(b, key);
   } else {
     index_.insert(b);
   }
+}
+
+void BlockPool::cache(BlockId b, const CachedBlockInfo& info) {
+  index_block(b, info.hash, info.key);
   policy_->on_cached(b, info);
 }
 
@@ -97,11 +101,9 @@ void BlockPool::cache_chain(std::span<const BlockId> blocks, std::span<const Blo
       if (i > 0) info.parent = chain[i - 1];
       info.depth = static_cast<uint32_t>(i);
       cache(b, info);
-      continue;
+    } else {
+      index_block(b, chain[i], kNoKey);
     }
-    POOL_INVARIANT(b > 0 && ref_[b] > 0, "only a block in use can be filled and cached");
-    hashes_[b] = chain[i];
-    index_.insert(b);
   }
 }
 

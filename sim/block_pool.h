@@ -106,6 +106,9 @@ class BlockPool {
   size_t metadata_bytes() const;
 
  private:
+  // Records b's hash and indexes it (by key in keyed mode): cache() without
+  // telling the policy.
+  void index_block(BlockId b, const BlockHash& hash, uint32_t key);
   int32_t num_blocks_;
   bool enable_caching_;
   std::unique_ptr<EvictionPolicy> policy_;
