@@ -2,8 +2,11 @@
 // (issue 6, item 8). Paged-attention TFLOP/s and GB/s over a grid of
 // (new tokens n, cached tokens c, batch), then full-prefill time of the
 // random-weight model per (n, c). Medians of --reps runs, L2 flushed before
-// each. NOT yet run on a GPU; run test_gpu_kernels first: numbers from an
-// unverified kernel mean nothing.
+// each. Rows for both attention kernels (attn_k1: CUDA cores, attn_k2:
+// tensor cores), then the model rows with the default kernel (K2). Run on an
+// H100 on 2026-11-22 (gpu/bench/RESULTS.md), after test_gpu_kernels passed
+// there; run that test first on any new build: numbers from an unverified
+// kernel mean nothing.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,12 +40,23 @@ int main(int argc, char** argv) {
   std::string model = "llama-3.1-8b";
   int32_t bs = 16;
   int reps = 10;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--model")) model = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--block-size")) bs = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+  bool with_model = true;
+  std::vector<cuda::AttnKernel> kernels{cuda::AttnKernel::k1, cuda::AttnKernel::k2};
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--no-model")) with_model = false;
+    else if (has_value && !std::strcmp(argv[i], "--attn") && !std::strcmp(argv[i + 1], "k1")) {
+      kernels = {cuda::AttnKernel::k1};
+      ++i;
+    } else if (has_value && !std::strcmp(argv[i], "--attn") && !std::strcmp(argv[i + 1], "k2")) {
+      kernels = {cuda::AttnKernel::k2};
+      ++i;
+    }
+    else if (has_value && !std::strcmp(argv[i], "--model")) model = argv[++i];
+    else if (has_value && !std::strcmp(argv[i], "--block-size")) bs = std::atoi(argv[++i]);
+    else if (has_value && !std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--model NAME] [--block-size 16|32|64] [--reps N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--model NAME] [--block-size 16|32|64] [--reps N] [--attn k1|k2] [--no-model]\n", argv[0]);
       return 2;
     }
   }
@@ -63,14 +77,18 @@ int main(int argc, char** argv) {
     const ref::AttnDims d{s->heads, s->kv_heads, s->head_dim};
     const int64_t grid[][3] = {{512, 0, 1},    {2048, 0, 1},   {4096, 0, 1},    {4096, 4096, 1},
                                {1024, 8192, 1}, {512, 4096, 8}, {128, 8192, 16}, {2048, 2048, 4}};
-    for (const auto& g : grid) {
-      std::vector<std::vector<BlockId>> tables;
-      int64_t blocks = 0;
-      const PagedBatch pb = make_step(g[0], g[1], g[2], bs, tables, blocks);
-      const cuda::AttnTiming t = cuda::bench_attention(pb, d, blocks, reps);
-      std::printf("attn_k1,%lld,%lld,%lld,%.4f,%.2f,%.1f\n", static_cast<long long>(g[0]), static_cast<long long>(g[1]),
-                  static_cast<long long>(g[2]), t.ms, t.tflops, t.gbps);
+    for (const cuda::AttnKernel k : kernels) {
+      for (const auto& g : grid) {
+        std::vector<std::vector<BlockId>> tables;
+        int64_t blocks = 0;
+        const PagedBatch pb = make_step(g[0], g[1], g[2], bs, tables, blocks);
+        const cuda::AttnTiming t = cuda::bench_attention(pb, d, blocks, reps, k);
+        std::printf("%s,%lld,%lld,%lld,%.4f,%.2f,%.1f\n", cuda::attn_kernel_name(k), static_cast<long long>(g[0]),
+                    static_cast<long long>(g[1]), static_cast<long long>(g[2]), t.ms, t.tflops, t.gbps);
+      }
     }
+    if (!with_model) return 0;
+    std::printf("# model rows: full prefill, attention by %s\n", cuda::attn_kernel_name(cuda::kDefaultAttnKernel));
     std::printf("model,n,c,batch,ms\n");
     const int64_t mgrid[][2] = {{512, 0}, {2048, 0}, {1024, 1024}, {4096, 0}, {2048, 2048}, {512, 3584}};
     const int64_t max_blocks = (8192 + bs - 1) / bs;

@@ -2,10 +2,10 @@
 // CLI and the tests can call it without CUDA headers. Defined in kernels.cu
 // and model.cu; linked only when the build found nvcc (PREFIXSIM_WITH_CUDA).
 //
-// STATUS: compiled with nvcc, NOT yet run on a GPU. The tests in
-// test/gpu/test_gpu_kernels.cpp compare every entry point here with its CPU
-// reference (gpu/cpu_ref.h); until they have passed on hardware, treat every
-// result from these functions as unverified.
+// STATUS: the tests in test/gpu/test_gpu_kernels.cpp, which compare every
+// entry point here with its CPU reference (gpu/cpu_ref.h), passed on an H100
+// on 2026-11-22 (gpu/README.md, gpu/bench/RESULTS.md). GpuExecutor is not
+// driven by any test.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,17 @@
 #include "sim/batch.h"
 
 namespace prefixsim::gpu::cuda {
+
+// The two implementations of the paged prefill attention (kernel (b)):
+//   k1: FlashAttention-1 style on CUDA cores (kernels.cu), 64-row CTAs;
+//   k2: FlashAttention-2 style on tensor cores (mma.sync m16n8k16 bf16,
+//       ldmatrix, cp.async double buffering; attention_tc.cu), 128-row CTAs.
+// Same contract and results (up to summation order and K2's bf16 rounding of
+// the softmax probabilities before the P.V product).
+enum class AttnKernel { k1, k2 };
+// The one launch_attention uses when none is named (the model runner, GpuExecutor).
+inline constexpr AttnKernel kDefaultAttnKernel = AttnKernel::k2;
+inline const char* attn_kernel_name(AttnKernel k) { return k == AttnKernel::k1 ? "attn_k1" : "attn_k2"; }
 
 struct DeviceInfo {
   int count = 0;       // 0 when there is no driver or no device
@@ -41,7 +52,7 @@ void write_kv(const PagedBatch& pb, const ref::AttnDims& d, const uint16_t* k_sr
 // 64, q_stride must be a multiple of 8. out is [rows, num_q_heads * 128].
 void paged_prefill_attention(const PagedBatch& pb, const ref::AttnDims& d, const uint16_t* q, int64_t q_stride,
                              const uint16_t* k_cache, const uint16_t* v_cache, int64_t cache_elems, float scale,
-                             uint16_t* out);
+                             uint16_t* out, AttnKernel kernel = kDefaultAttnKernel);
 // Kernels (c), same contracts as their references.
 void rope(uint16_t* x, int64_t rows, int64_t stride, int64_t num_heads, int64_t head_dim, const int32_t* positions,
           const float* inv_freq);
@@ -57,7 +68,8 @@ struct AttnTiming {
   double tflops = 0;  // FlashAttention's count: 4 * d * Hq * sum n (c + n / 2)
   double gbps = 0;    // Q read + K/V context read + O written, once each
 };
-AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t num_blocks, int reps);
+AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t num_blocks, int reps,
+                           AttnKernel kernel = kDefaultAttnKernel);
 
 // ---- The random-weight Llama model (weights as in model_shape.h) with its
 // own paged KV pool of num_blocks blocks on the device.

@@ -1,6 +1,7 @@
 // Host side of the CUDA code: error checks, device queries, the step upload,
 // and the harness/benchmark entry points of cuda_api.h (host buffers in and
-// out). UNVERIFIED on hardware, like the kernels it drives.
+// out). Exercised by test/gpu/test_gpu_kernels.cpp (passed on an H100,
+// 2026-11-22).
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -49,11 +50,12 @@ size_t pack(std::vector<char>& s, const std::vector<T>& v) {
 }
 }  // namespace
 
-void DevBatchBuf::upload(const PagedBatch& pb, int group, cudaStream_t st) {
+void DevBatchBuf::upload(const PagedBatch& pb, int group, cudaStream_t st, AttnKernel kernel) {
   if (group < 1 || kAttnRows % group != 0)
     throw InternalError("attention: query heads per KV head must divide " + std::to_string(kAttnRows));
+  const int rows = attn_tile_rows(kernel);
   std::vector<AttnTileDev> tiles;
-  for (const AttnTile& t : plan_attention_tiles(pb, kAttnRows / group)) tiles.push_back({t.seq, t.q_begin, t.q_end});
+  for (const AttnTile& t : plan_attention_tiles(pb, rows / group)) tiles.push_back({t.seq, t.q_begin, t.q_end});
   staging_.clear();
   const size_t o_qo = pack(staging_, pb.qo_indptr), o_kvp = pack(staging_, pb.kv_indptr);
   const size_t o_idx = pack(staging_, pb.kv_indices), o_len = pack(staging_, pb.kv_len);
@@ -68,7 +70,7 @@ void DevBatchBuf::upload(const PagedBatch& pb, int group, cudaStream_t st) {
            reinterpret_cast<const int32_t*>(d + o_idx), reinterpret_cast<const int32_t*>(d + o_len),
            reinterpret_cast<const int32_t*>(d + o_pos), reinterpret_cast<const int64_t*>(d + o_slot),
            reinterpret_cast<const AttnTileDev*>(d + o_tiles), static_cast<int32_t>(tiles.size()),
-           static_cast<int32_t>(pb.num_tokens()), pb.block_size};
+           static_cast<int32_t>(pb.num_tokens()), pb.block_size, rows};
 }
 
 namespace {
@@ -115,16 +117,16 @@ void check_attn_dims(const ref::AttnDims& d, int64_t q_stride) {
 
 void paged_prefill_attention(const PagedBatch& pb, const ref::AttnDims& d, const uint16_t* q, int64_t q_stride,
                              const uint16_t* k_cache, const uint16_t* v_cache, int64_t cache_elems, float scale,
-                             uint16_t* out) {
+                             uint16_t* out, AttnKernel kernel) {
   check_attn_dims(d, q_stride);
   const size_t out_n = static_cast<size_t>(pb.num_tokens() * d.num_q_heads * d.head_dim);
   auto qd = to_dev(q, rows_span(pb.num_tokens(), q_stride, d.num_q_heads * d.head_dim));
   auto kc = to_dev(k_cache, static_cast<size_t>(cache_elems)), vc = to_dev(v_cache, static_cast<size_t>(cache_elems));
   auto od = to_dev(out, out_n);  // keeps the caller's marker where nothing is written
   DevBatchBuf db;
-  db.upload(pb, static_cast<int>(d.num_q_heads / d.num_kv_heads), nullptr);
+  db.upload(pb, static_cast<int>(d.num_q_heads / d.num_kv_heads), nullptr, kernel);
   launch_attention(db.view(), static_cast<int>(d.num_q_heads), static_cast<int>(d.num_kv_heads), as_bf16(qd),
-                   q_stride, as_bf16(kc), as_bf16(vc), scale, as_bf16_mut(od), nullptr);
+                   q_stride, as_bf16(kc), as_bf16(vc), scale, as_bf16_mut(od), nullptr, kernel);
   PFX_CUDA(cudaDeviceSynchronize());
   to_host(out, od, out_n);
 }
@@ -156,7 +158,8 @@ void silu_mul(const uint16_t* gu, uint16_t* out, int64_t rows, int64_t inter) {
   to_host(out, od, static_cast<size_t>(rows * inter));
 }
 
-AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t num_blocks, int reps) {
+AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t num_blocks, int reps,
+                           AttnKernel kernel) {
   const int64_t qs = d.num_q_heads * d.head_dim;
   check_attn_dims(d, qs);
   const int64_t cache_elems = num_blocks * pb.block_size * d.num_kv_heads * d.head_dim;
@@ -167,7 +170,7 @@ AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t
   launch_fill(kc.get(), cache_elems, 2, 1.f, 0.f, nullptr);
   launch_fill(vc.get(), cache_elems, 3, 1.f, 0.f, nullptr);
   DevBatchBuf db;
-  db.upload(pb, static_cast<int>(d.num_q_heads / d.num_kv_heads), nullptr);
+  db.upload(pb, static_cast<int>(d.num_q_heads / d.num_kv_heads), nullptr, kernel);
   const size_t flush_bytes = 256u << 20;  // > H100/H200 L2 (50/60 MB)
   DevBuf<char> flush(flush_bytes);
   cudaEvent_t e0, e1;
@@ -179,7 +182,7 @@ AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t
     PFX_CUDA(cudaMemsetAsync(flush.get(), i & 0xff, flush_bytes, nullptr));
     PFX_CUDA(cudaEventRecord(e0, nullptr));
     launch_attention(db.view(), static_cast<int>(d.num_q_heads), static_cast<int>(d.num_kv_heads), q.get(), qs,
-                     kc.get(), vc.get(), scale, out.get(), nullptr);
+                     kc.get(), vc.get(), scale, out.get(), nullptr, kernel);
     PFX_CUDA(cudaEventRecord(e1, nullptr));
     PFX_CUDA(cudaEventSynchronize(e1));
     float t = 0;

@@ -1,6 +1,7 @@
-// CUDA kernels of gpu/ and their launchers. UNVERIFIED on hardware: written and compiled without a GPU;
-// test/gpu/test_gpu_kernels.cpp holds the comparisons with gpu/cpu_ref.h
-// that must pass on a device before any number from here is trusted.
+// CUDA kernels of gpu/ and their launchers (K2, the tensor-core attention, is
+// in attention_tc.cu). test/gpu/test_gpu_kernels.cpp holds the comparisons
+// with gpu/cpu_ref.h; they passed on an H100 on 2026-11-22 and must pass
+// again on a device after any change here before a number is trusted.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -169,8 +170,16 @@ __global__ __launch_bounds__(kWarps * 32) void paged_prefill_attention_kernel(
 }
 
 void launch_attention(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
-                      const bf16* k_cache, const bf16* v_cache, float scale, bf16* out, cudaStream_t st) {
+                      const bf16* k_cache, const bf16* v_cache, float scale, bf16* out, cudaStream_t st,
+                      AttnKernel kernel) {
+  if (b.tile_rows != attn_tile_rows(kernel))
+    throw InternalError("launch_attention: the batch's tile plan was made for the other attention kernel");
   if (b.num_tiles == 0) return;
+  if (kernel == AttnKernel::k2) {
+    launch_attention_k2(b, num_q_heads, num_kv_heads, q, q_stride, k_cache, v_cache, scale * 1.4426950408889634f, out,
+                        st);
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(b.num_tiles), static_cast<unsigned>(num_kv_heads));
   paged_prefill_attention_kernel<<<grid, kWarps * 32, 0, st>>>(b, num_q_heads, num_kv_heads, q, q_stride, k_cache,
                                                                v_cache, scale * 1.4426950408889634f, out);

@@ -1,5 +1,5 @@
 // Launchers of the gpu/ kernels on device pointers (CUDA-only header, used
-// by kernels.cu and model.cu). UNVERIFIED on hardware: see cuda_api.h.
+// by kernels.cu, attention_tc.cu, harness.cu and model.cu).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cuda_api.h"
 #include "gpu/kv_layout.h"
 
 namespace prefixsim::gpu::cuda {
@@ -19,10 +20,14 @@ using bf16 = __nv_bfloat16;
 void check(cudaError_t e, const char* what);
 #define PFX_CUDA(call) ::prefixsim::gpu::cuda::check((call), #call)
 
-// The paged-attention kernel's fixed shape: 64 query rows (token x head of
-// one GQA group) per CTA, 32 keys per shared-memory tile, head dim 128.
+// The paged-attention kernels' fixed shapes: K1 takes 64 query rows (token x
+// head of one GQA group) per CTA and 32 keys per shared-memory tile, K2 128
+// rows (8 warps x 16) and 64 keys; head dim 128. A GQA group must divide
+// kAttnRows (then it divides kAttnRowsK2 too).
 inline constexpr int kAttnRows = 64;
+inline constexpr int kAttnRowsK2 = 128;
 inline constexpr int kAttnHeadDim = 128;
+inline constexpr int attn_tile_rows(AttnKernel k) { return k == AttnKernel::k1 ? kAttnRows : kAttnRowsK2; }
 
 struct AttnTileDev {
   int32_t seq, q_begin, q_end;
@@ -40,6 +45,7 @@ struct DevBatch {
   int32_t num_tiles;
   int32_t num_tokens;
   int32_t block_size;
+  int32_t tile_rows;  // query rows per tile of the plan: attn_tile_rows() of the kernel it was made for
 };
 
 // A device allocation of n elements of T (no copy, no init).
@@ -72,10 +78,10 @@ class DevBuf {
 };
 
 // Device copies of a PagedBatch's arrays and of its attention tile plan
-// (tiles of kAttnRows / group tokens), packed in one allocation.
+// (tiles of attn_tile_rows(kernel) / group tokens), packed in one allocation.
 class DevBatchBuf {
  public:
-  void upload(const PagedBatch& pb, int group, cudaStream_t st);
+  void upload(const PagedBatch& pb, int group, cudaStream_t st, AttnKernel kernel = kDefaultAttnKernel);
   const DevBatch& view() const { return view_; }
 
  private:
@@ -86,8 +92,14 @@ class DevBatchBuf {
 
 void launch_write_kv(const DevBatch& b, int kv_row, const bf16* k_src, const bf16* v_src, int64_t src_stride,
                      bf16* k_cache, bf16* v_cache, cudaStream_t st);
+// Paged prefill attention with the kernel named (the batch's tile plan must
+// have been made for it: DevBatchBuf::upload with the same kernel).
 void launch_attention(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
-                      const bf16* k_cache, const bf16* v_cache, float scale, bf16* out, cudaStream_t st);
+                      const bf16* k_cache, const bf16* v_cache, float scale, bf16* out, cudaStream_t st,
+                      AttnKernel kernel = kDefaultAttnKernel);
+// K2 alone (attention_tc.cu); scale_log2 = softmax scale * log2(e).
+void launch_attention_k2(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
+                         const bf16* k_cache, const bf16* v_cache, float scale_log2, bf16* out, cudaStream_t st);
 void launch_rope(bf16* x, int rows, int64_t stride, int num_heads, int head_dim, const int32_t* positions,
                  const float* inv_freq, cudaStream_t st);
 void launch_rmsnorm(const bf16* x, const bf16* w, bf16* y, int rows, int n, float eps, cudaStream_t st);
