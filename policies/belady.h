@@ -12,26 +12,27 @@
 // blocks with their keys (an interned PreparedTrace replay).
 //
 // The order, (next use descending, depth descending, release ascending), is
-// kept in two BucketQueues: blocks never used again by depth (one bucket per
-// depth, filled in release order), the others by next-use request (one
-// bucket per request, sorted by depth when it reaches the front). A block's
-// key is fixed when it is released, as in a heap. `buckets=false` keeps one
-// heap over the whole key, the reference the buckets are tested against.
+// kept in a RunQueue (never used again = the farthest use of all). A
+// request's blocks are released deepest first, and a block's next use is
+// never earlier than its parent's (every lookup that reaches it passed its
+// parent), so each request's releases are one sorted run. A block's key is
+// fixed when it is released, as in a heap. `fast=false` keeps one heap over
+// the same keys, the reference the runs are tested against.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "policies/block_future.h"
-#include "policies/bucket_queue.h"
+#include "policies/run_queue.h"
 #include "policies/cached_first.h"
 
 namespace prefixsim {
 
 class BeladyPolicy final : public CachedFirstPolicy {
  public:
-  explicit BeladyPolicy(std::shared_ptr<const BlockFuture> future, bool buckets = true)
-      : future_(std::move(future)), buckets_(buckets) {}
+  explicit BeladyPolicy(std::shared_ptr<const BlockFuture> future, bool fast = true)
+      : future_(std::move(future)), fast_(fast) {}
   std::string name() const override { return "belady"; }
   void on_request(uint64_t seq) override { now_ = seq; }
 
@@ -42,48 +43,32 @@ class BeladyPolicy final : public CachedFirstPolicy {
     cursor_.assign(future_->num_keys(), 0);
     now_ = 0;
     tick_ = 0;
-    // Next uses are request numbers: one bucket each, the ring as long as
-    // the trace (capped; farther ones wait in the heap).
-    const auto requests = static_cast<int32_t>(std::min<size_t>(future_->num_requests() + 2, size_t{1} << 20));
-    soon_.reset(num_blocks, buckets_ ? 1.0 : 0.0, requests);
-    never_.reset(num_blocks, buckets_ ? 1.0 : 0.0, kDepthSlots);
+    queue_.reset(num_blocks, !fast_);
   }
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
     id_[b] = info.key;  // kNoKey (a pool that is not keyed): no known future
     depth_[b] = info.depth;
   }
   void on_access(BlockId b, bool was_free) override {
-    if (!was_free) return;
-    if (never_.contains(b))
-      never_.erase(b);
-    else
-      soon_.erase(b);
+    if (was_free) queue_.erase(b);
   }
   void on_release(BlockId b) override {
     ++tick_;
     // Farthest next use = smallest key; then deepest; then LRU.
     const uint32_t next = next_use(b);
     const uint64_t deepest_first = (static_cast<uint64_t>(UINT32_MAX - depth_[b]) << 32) | (tick_ & 0xffffffffu);
-    if (next != BlockFuture::kNever)
-      soon_.push(b, {-static_cast<double>(next), deepest_first});
-    else if (buckets_)
-      never_.push(b, {-static_cast<double>(depth_[b]), tick_});
-    else
-      soon_.push(b, {-1e300, deepest_first});
+    queue_.push(b, {next != BlockFuture::kNever ? -static_cast<double>(next) : -1e300, deepest_first});
   }
   BlockId evict() override {
-    BucketQueue& q = never_.empty() ? soon_ : never_;
-    const BlockId b = q.pop();
-    prefetch_victims(q.peek(kFarVictim), q.peek(kNearVictim));
+    const BlockId b = queue_.pop();
+    prefetch_victims(queue_.peek(kFarVictim), queue_.peek(kNearVictim));
     return b;
   }
   size_t policy_bytes() const override {
-    return soon_.bytes() + never_.bytes() + (id_.capacity() + depth_.capacity() + cursor_.capacity()) * sizeof(uint32_t);
+    return queue_.bytes() + (id_.capacity() + depth_.capacity() + cursor_.capacity()) * sizeof(uint32_t);
   }
 
  private:
-  static constexpr int32_t kDepthSlots = 1 << 14;  // deeper chains' blocks wait in the heap
-
   // First use after the current request; cursors only move forward because
   // requests are replayed in order.
   uint32_t next_use(BlockId b) {
@@ -97,14 +82,13 @@ class BeladyPolicy final : public CachedFirstPolicy {
   }
 
   std::shared_ptr<const BlockFuture> future_;
-  bool buckets_;
+  bool fast_;
   std::vector<uint32_t> id_;      // key of each cached block's hash
   std::vector<uint32_t> depth_;
   std::vector<uint32_t> cursor_;  // per key: first use not yet passed
   uint64_t now_ = 0;
   uint64_t tick_ = 0;   // one per release: the LRU tie-break
-  BucketQueue soon_;    // blocks used again, by (next use, depth, release)
-  BucketQueue never_;   // blocks never used again, by (depth, release)
+  RunQueue queue_;  // by (next use, depth, release)
 };
 
 }  // namespace prefixsim

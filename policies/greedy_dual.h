@@ -18,11 +18,11 @@
 //           (4*layers*d_model): ~32k for Llama-3-8B, the default). size = 1
 //           block. Deep blocks of long prompts are worth more to keep.
 //
-// New keys land a little above L (by f * cost), so the order is kept in
-// buckets of the key (BucketQueue): lfu-da's keys are integers, one bucket
-// each, filled in release order and never sorted; gdsf's buckets are
-// 1/kGdsfBucketsPerUnit wide and sorted when they reach the front.
-// `buckets=false` keeps the plain heap as the reference.
+// The order is kept in sorted runs (RunQueue, via HeapPolicy): a request's
+// new blocks all start at one L, so their keys L + cost(depth) fall along
+// the chain as the blocks are released last to first (gdsf), or are equal
+// and come in release order (lfu-da). `fast=false` keeps the plain heap as
+// the reference.
 #pragma once
 
 #include <string>
@@ -35,8 +35,8 @@ namespace prefixsim {
 class GreedyDualPolicy final : public HeapPolicy {
  public:
   // attn_tokens <= 0: every block costs 1 (lfu-da).
-  GreedyDualPolicy(std::string name, int32_t block_size, double attn_tokens, bool buckets = true)
-      : name_(std::move(name)), block_size_(block_size), attn_tokens_(attn_tokens), buckets_(buckets) {}
+  GreedyDualPolicy(std::string name, int32_t block_size, double attn_tokens, bool fast = true)
+      : name_(std::move(name)), block_size_(block_size), attn_tokens_(attn_tokens), fast_(fast) {}
   std::string name() const override { return name_; }
   double inflation() const { return inflation_; }
   double priority(BlockId b) const { return state_[b].k; }
@@ -60,12 +60,7 @@ class GreedyDualPolicy final : public HeapPolicy {
   }
   HeapKey release_key(BlockId b) override { return {state_[b].k, tick()}; }
   void chosen(const HeapKey& key) override { inflation_ = key.primary; }
-  double bucket_width() const override {
-    if (!buckets_) return 0;
-    return attn_tokens_ > 0 ? 1.0 / kGdsfBucketsPerUnit : 1.0;
-  }
-  // Keys of L + f*cost within the ring; hotter blocks wait in the heap.
-  int32_t bucket_slots() const override { return attn_tokens_ > 0 ? 16 * kGdsfBucketsPerUnit : 1024; }
+  bool reference_heap() const override { return !fast_; }
   size_t state_bytes() const override {
     return state_.capacity() * sizeof(State);
   }
@@ -78,12 +73,10 @@ class GreedyDualPolicy final : public HeapPolicy {
     s.k = inflation_ + static_cast<double>(s.freq) * s.cost;
   }
 
-  static constexpr int32_t kGdsfBucketsPerUnit = 1024;
-
   std::string name_;
   int32_t block_size_;
   double attn_tokens_;
-  bool buckets_;
+  bool fast_;
   struct State {  // one cache line fetch per block, not three
     double k = 0;     // priority, set at the last access
     double cost = 1;  // of its content

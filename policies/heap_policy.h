@@ -4,13 +4,13 @@
 // block is in use (hits), and a block in use is out of the heap, so a key
 // fixed at release time stays right for as long as the block waits.
 //
-// The order lives in a BucketQueue: a policy whose keys crowd above the
-// minimum names a bucket width and gets buckets instead of heap sifts;
-// width 0 keeps the plain heap, the reference the buckets are tested
-// against.
+// The order lives in a RunQueue: a request's blocks are released together
+// and get keys sorted along their chain, so the queue merges sorted runs
+// instead of sifting every block through a heap. reference_heap() keeps
+// the plain heap, the reference the runs are tested against.
 #pragma once
 
-#include "policies/bucket_queue.h"
+#include "policies/run_queue.h"
 #include "policies/cached_first.h"
 
 namespace prefixsim {
@@ -24,13 +24,11 @@ class HeapPolicy : public CachedFirstPolicy {
   // The block with this key was chosen for eviction.
   virtual void chosen(const HeapKey& /*key*/) {}
   virtual size_t state_bytes() const = 0;
-  // Bucket width over the key's primary and ring size (BucketQueue); a
-  // width of 0 orders every key in the heap.
-  virtual double bucket_width() const { return 0; }
-  virtual int32_t bucket_slots() const { return 1024; }
+  // True: every key in one heap (the reference), not in sorted runs.
+  virtual bool reference_heap() const { return false; }
 
   void init(int32_t num_blocks) final {
-    queue_.reset(num_blocks, bucket_width(), bucket_slots());
+    queue_.reset(num_blocks, reference_heap());
     tick_ = 0;
     init_state(num_blocks);
   }
@@ -54,7 +52,7 @@ class HeapPolicy : public CachedFirstPolicy {
   uint64_t tick() const { return tick_; }
 
  private:
-  BucketQueue queue_;
+  RunQueue queue_;
   uint64_t tick_ = 0;
 };
 
