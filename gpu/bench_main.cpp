@@ -6,14 +6,19 @@
 // tensor cores), then the model rows with the default kernel (K2). Run on an
 // H100 on 2026-11-22 (gpu/bench/RESULTS.md), after test_gpu_kernels passed
 // there; run that test first on any new build: numbers from an unverified
-// kernel mean nothing.
+// kernel mean nothing. --calibrate FILE times the calibration grid
+// (calibration_grid.h) for `prefixsim gpu calibrate --samples FILE`; that
+// mode has not yet run on a GPU.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <exception>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "gpu/calibration_grid.h"
 #include "gpu/cuda_api.h"
 #include "sim/error.h"
 
@@ -34,6 +39,61 @@ PagedBatch make_step(int64_t n, int64_t c, int64_t batch, int32_t bs, std::vecto
   for (int64_t i = 0; i < batch; ++i) b.seqs.push_back({n, c, tables[static_cast<size_t>(i)]});
   return export_paged_batch(b, bs, blocks);
 }
+// Header facts the driver API does not give (the caller reads them off
+// nvidia-smi and passes them in).
+struct HostFacts {
+  std::string driver = "unknown", sm_clock_mhz = "0", mem_clock_mhz = "0";
+};
+
+// Times every step of the calibration grid with the random-weight model and
+// writes them in the prefixsim.calibration-samples/1 format that
+// `prefixsim gpu calibrate --samples` fits. Written to a temporary name,
+// then renamed: no half-written file.
+int calibrate(const ModelShape& s, int32_t bs, int reps, const cuda::DeviceInfo& dev, const HostFacts& host,
+              const std::string& path) {
+  constexpr int64_t kPoolTokens = 320000;  // llama-3.1-8b: 40 GB of KV beside 16 GB of weights
+  const int64_t num_blocks = kPoolTokens / bs;
+  const std::vector<CalibrationStep> grid = calibration_grid(kPoolTokens);
+  cuda::Model m(s, num_blocks, bs, 42);
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp);
+  out << "# prefixsim.calibration-samples/1\n"
+      << "# gpu.name: " << dev.name << "\n"
+      << "# gpu.sm_count: " << dev.sm_count << "\n"
+      << "# gpu.sm_clock_mhz: " << host.sm_clock_mhz << "\n"
+      << "# gpu.mem_clock_mhz: " << host.mem_clock_mhz << "\n"
+      << "# gpu.driver: " << host.driver << "\n"
+      << "# gpu.cuda: " << dev.cuda << "\n"
+      << "# model: " << (s.name == "llama-3.1-70b-tp4" ? "llama-3.1-70b" : s.name) << "\n"
+      << "# tp: " << (s.name == "llama-3.1-70b-tp4" ? 4 : 1) << "\n"
+      << "# block_size: " << bs << "\n"
+      << "# date: " << date << "\n"
+      << "# runner: prefixsim-gpu-bench --calibrate: random-weight " << s.name << " forward (cuBLASLt GEMMs, "
+      << cuda::attn_kernel_name(cuda::kDefaultAttnKernel) << " paged attention, no CUDA graphs, no lm_head or "
+      << "sampling), device time, median of " << reps << ", L2 flushed\n"
+      << "kind,seqs,new_tokens,attn_units,context_tokens,ms\n";
+  for (const CalibrationStep& step : grid) {
+    std::vector<std::vector<BlockId>> tables;
+    const PagedBatch pb = calibration_batch(step, bs, num_blocks, tables);
+    const double ms = m.time_forward_ms(pb, reps);
+    const BatchSummary b = step.summary();
+    char row[160];
+    std::snprintf(row, sizeof row, "%s,%lld,%lld,%.1f,%.0f,%.4f\n", step.kind.c_str(), static_cast<long long>(b.seqs),
+                  static_cast<long long>(b.new_tokens), b.attn_units, b.context_tokens, ms);
+    out << row;
+    std::fputs(row, stdout);
+  }
+  out.close();
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::fprintf(stderr, "prefixsim-gpu-bench: cannot write %s\n", path.c_str());
+    std::remove(tmp.c_str());
+    return 2;
+  }
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,6 +101,8 @@ int main(int argc, char** argv) {
   int32_t bs = 16;
   int reps = 10;
   bool with_model = true;
+  std::string calibrate_path;
+  HostFacts host;
   std::vector<cuda::AttnKernel> kernels{cuda::AttnKernel::k1, cuda::AttnKernel::k2};
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
@@ -52,11 +114,17 @@ int main(int argc, char** argv) {
       kernels = {cuda::AttnKernel::k2};
       ++i;
     }
+    else if (has_value && !std::strcmp(argv[i], "--calibrate")) calibrate_path = argv[++i];
+    else if (has_value && !std::strcmp(argv[i], "--gpu-driver")) host.driver = argv[++i];
+    else if (has_value && !std::strcmp(argv[i], "--sm-clock-mhz")) host.sm_clock_mhz = argv[++i];
+    else if (has_value && !std::strcmp(argv[i], "--mem-clock-mhz")) host.mem_clock_mhz = argv[++i];
     else if (has_value && !std::strcmp(argv[i], "--model")) model = argv[++i];
     else if (has_value && !std::strcmp(argv[i], "--block-size")) bs = std::atoi(argv[++i]);
     else if (has_value && !std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--model NAME] [--block-size 16|32|64] [--reps N] [--attn k1|k2] [--no-model]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--model NAME] [--block-size 16|32|64] [--reps N] [--attn k1|k2] [--no-model]\n"
+                           "       %s --calibrate SAMPLES.csv [--model NAME] [--block-size B] [--reps N]\n"
+                           "          [--gpu-driver V] [--sm-clock-mhz F] [--mem-clock-mhz F]\n", argv[0], argv[0]);
       return 2;
     }
   }
@@ -71,6 +139,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (!calibrate_path.empty()) return calibrate(*s, bs, reps, dev, host, calibrate_path);
     std::printf("# device %s (sm_%d%d), model %s, block size %d, median of %d\n", dev.name.c_str(), dev.cc_major,
                 dev.cc_minor, model.c_str(), bs, reps);
     std::printf("kernel,n,c,batch,ms,tflops,gbps\n");

@@ -35,6 +35,8 @@ struct DeviceInfo {
   int count = 0;       // 0 when there is no driver or no device
   std::string name;    // of device 0
   int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::string cuda;    // runtime version, e.g. "13.0"
   std::string error;   // why count is 0, if it is
 };
 DeviceInfo query_devices();

@@ -36,6 +36,10 @@ DeviceInfo query_devices() {
   info.name = prop.name;
   info.cc_major = prop.major;
   info.cc_minor = prop.minor;
+  info.sm_count = prop.multiProcessorCount;
+  int runtime = 0;
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess)
+    info.cuda = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
   return info;
 }
 

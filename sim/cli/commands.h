@@ -29,5 +29,6 @@ int cmd_sched(const Args& args);
 int cmd_bench(const Args& args);
 int cmd_replay(const Args& args);
 int cmd_catalog(const Args& args);
+int cmd_gpu(const Args& args);
 
 }  // namespace prefixsim::cli

@@ -169,6 +169,12 @@ std::vector<BadCase> bad_cases() {
        {"generate", "@/w.yaml", "-o", "@/out/t.jsonl"}, "w.yaml:1: name: must be valid UTF-8"},
       {"check missing report", {{"base.json", "{}"}}, {"check", "@/nosuch.json", "--baseline", "@/base.json"},
        "nosuch.json"},
+      // gpu calibrate: the samples file and the command line
+      {"gpu calibrate samples with a mistyped header key",
+       {{"s.csv", "# prefixsim.calibration-samples/1\n# gpu.nmae: NVIDIA H100 80GB HBM3\n"}},
+       {"gpu", "calibrate", "--samples", "@/s.csv", "--out", "@/out/profile.json"}, "s.csv:2: field 'gpu.nmae'"},
+      {"gpu calibrate without --samples", {}, {"gpu", "calibrate", "--out", "@/out/profile.json"}, "--samples"},
+      {"gpu unknown subcommand", {}, {"gpu", "measure"}, "unknown subcommand 'measure'"},
   };
 }
 
@@ -205,7 +211,7 @@ TEST_CASE("every malformed input or argument exits 2 with a located one-line mes
       const std::string out = dir + "/out";
       std::vector<std::string> args;
       for (const auto& a : c.args) args.push_back(subst(a, dir, traces));
-      if (args[0] == "generate") fs::create_directories(out);  // -o names a file in it
+      if (args[0] == "generate" || args[0] == "gpu") fs::create_directories(out);  // -o / --out names a file in it
       if (args[0] == "replay" || args[0] == "analyze" || args[0] == "compare") {
         args.push_back("--out");
         args.push_back(out);

@@ -1,0 +1,302 @@
+#include "sim/calibration_samples.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string_view>
+
+#include "sim/catalog.h"
+#include "sim/error.h"
+
+namespace prefixsim {
+
+namespace {
+
+constexpr std::string_view kMagic = "# prefixsim.calibration-samples/1";
+constexpr std::string_view kCsvHeader = "kind,seqs,new_tokens,attn_units,context_tokens,ms";
+constexpr const char* kColumns[] = {"kind", "seqs", "new_tokens", "attn_units", "context_tokens", "ms"};
+constexpr size_t kNumColumns = std::size(kColumns);
+
+// Where a value came from; every error names the file, the line and the field.
+struct Loc {
+  const std::string& file;
+  long line;
+  [[noreturn]] void fail(std::string_view field, const std::string& msg) const {
+    throw InputError(file, line, "field '" + std::string(field) + "': " + msg);
+  }
+  [[noreturn]] void fail(const std::string& msg) const { throw InputError(file, line, msg); }
+};
+
+// A value as quoted in a message: a binary or runaway line must not flood the terminal.
+std::string shown(std::string_view v) {
+  constexpr size_t kMax = 60;
+  return "'" + std::string(v.substr(0, kMax)) + (v.size() > kMax ? "...'" : "'");
+}
+
+// The whole of `v` as a number. from_chars takes no locale, no leading space
+// and no '+'; it does parse "nan" and "inf", which the range checks refuse.
+template <typename T>
+std::optional<T> to_number(std::string_view v) {
+  T x{};
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
+  return x;
+}
+
+// `what` completes "must be ...", e.g. "a positive integer".
+int64_t integer_in(const Loc& at, std::string_view field, std::string_view v, int64_t lo, int64_t hi,
+                   const std::string& what) {
+  const auto x = to_number<int64_t>(v);
+  if (!x || *x < lo || *x > hi) at.fail(field, "must be " + what + ", not " + shown(v));
+  return *x;
+}
+
+// A finite number >= lo (> lo when `open`) and <= hi.
+double number_in(const Loc& at, std::string_view field, std::string_view v, double lo, bool open, double hi,
+                 const std::string& what) {
+  const auto x = to_number<double>(v);
+  if (!x || !std::isfinite(*x) || *x < lo || (open && *x == lo) || *x > hi)
+    at.fail(field, "must be " + what + ", not " + shown(v));
+  return *x;
+}
+
+bool iso_date_like(std::string_view s) {
+  if (s.size() < 10) return false;
+  for (int i : {0, 1, 2, 3, 5, 6, 8, 9})
+    if (s[i] < '0' || s[i] > '9') return false;
+  return s[4] == '-' && s[7] == '-';
+}
+
+std::string_view trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+// ---- header ----------------------------------------------------------------
+
+// The ranges match what read_profile accepts, so a file that reads here
+// always makes a profile that can be written.
+struct HeaderKey {
+  const char* key;
+  bool required;
+  void (*set)(CalibrationSamples& s, const Loc& at, std::string_view v);
+};
+
+constexpr HeaderKey kHeaderKeys[] = {
+    {"gpu.name", true, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.gpu.name = v; }},
+    {"gpu.sm_count", true,
+     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+       s.gpu.sm_count =
+           static_cast<int>(integer_in(at, "gpu.sm_count", v, 1, 100000, "a positive integer (at most 100000)"));
+     }},
+    {"gpu.sm_clock_mhz", true,
+     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+       s.gpu.sm_clock_mhz = number_in(at, "gpu.sm_clock_mhz", v, 0, false, 1e5, "a number in [0, 100000]");
+     }},
+    {"gpu.mem_clock_mhz", true,
+     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+       s.gpu.mem_clock_mhz = number_in(at, "gpu.mem_clock_mhz", v, 0, false, 1e5, "a number in [0, 100000]");
+     }},
+    {"gpu.driver", true, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.gpu.driver = v; }},
+    {"gpu.cuda", true, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.gpu.cuda = v; }},
+    {"model", true,
+     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+       try {
+         s.model = find_model(v, "").name;
+       } catch (const InputError& e) {  // "...: unknown model 'x' (known: ...)", relocated to this line
+         const std::string msg = e.what();
+         at.fail("model", msg.substr(msg.find("unknown")));
+       }
+     }},
+    {"tp", true,
+     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+       s.tp = static_cast<int>(integer_in(at, "tp", v, 1, 64, "an integer in [1, 64]"));
+     }},
+    {"block_size", true,
+     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+       s.block_size = static_cast<int>(integer_in(at, "block_size", v, 1, 65536, "an integer in [1, 65536]"));
+     }},
+    // The profile this file becomes requires an ISO date; say so here, at the
+    // samples' line, rather than when the profile is written.
+    {"date", true,
+     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+       if (!iso_date_like(v)) at.fail("date", "must be an ISO 8601 date (YYYY-MM-DD...), not " + shown(v));
+       s.date = v;
+     }},
+    {"runner", false, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.runner = v; }},
+};
+constexpr size_t kNumHeaderKeys = std::size(kHeaderKeys);
+
+std::string known_keys() {
+  std::string out;
+  for (const HeaderKey& k : kHeaderKeys) out += (out.empty() ? "" : ", ") + std::string(k.key);
+  return out;
+}
+
+// "# key: value" -> sets the field; `seen_at[i]` remembers the line of key i.
+void parse_header_line(const Loc& at, std::string_view line, CalibrationSamples& out, long (&seen_at)[kNumHeaderKeys]) {
+  const std::string_view body = trim(line.substr(1));
+  const size_t colon = body.find(':');
+  if (colon == std::string_view::npos)
+    at.fail("header line: must read '# key: value' (every '#' line after the first is one), not " + shown(line));
+  const std::string_view key = trim(body.substr(0, colon)), value = trim(body.substr(colon + 1));
+  for (size_t i = 0; i < kNumHeaderKeys; ++i) {
+    if (key != kHeaderKeys[i].key) continue;
+    if (seen_at[i]) at.fail(key, "given twice (first on line " + std::to_string(seen_at[i]) + ")");
+    if (value.empty()) at.fail(key, "must not be empty");
+    seen_at[i] = at.line;
+    kHeaderKeys[i].set(out, at, value);
+    return;
+  }
+  at.fail(key, "is not a samples header key (typo?); the keys are " + known_keys());
+}
+
+void require_all_keys(const Loc& at, const long (&seen_at)[kNumHeaderKeys]) {
+  for (size_t i = 0; i < kNumHeaderKeys; ++i)
+    if (kHeaderKeys[i].required && !seen_at[i])
+      at.fail(kHeaderKeys[i].key, "missing from the header (every key but 'runner' is required)");
+}
+
+// ---- rows ------------------------------------------------------------------
+
+std::vector<std::string_view> split_commas(std::string_view line) {
+  std::vector<std::string_view> out;
+  for (size_t start = 0;;) {
+    const size_t comma = line.find(',', start);
+    out.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
+StepKind parse_kind(const Loc& at, std::string_view v) {
+  for (StepKind k : kStepKinds)
+    if (v == to_string(k)) return k;
+  at.fail("kind", "must be prefill, decode or mixed, not " + shown(v));
+}
+
+void parse_row(const Loc& at, std::string_view line, CalibrationSamples& out) {
+  const std::vector<std::string_view> f = split_commas(line);
+  if (f.size() < kNumColumns)
+    at.fail(kColumns[f.size()], "missing: the row has " + std::to_string(f.size()) + " of the " +
+                                    std::to_string(kNumColumns) + " fields " + std::string(kCsvHeader));
+  if (f.size() > kNumColumns)
+    at.fail("the row has " + std::to_string(f.size()) + " fields, expected " + std::to_string(kNumColumns) + " (" +
+            std::string(kCsvHeader) + ")");
+  const StepKind kind = parse_kind(at, f[0]);
+  constexpr int64_t kMaxCount = int64_t{1} << 40;  // far beyond any step; keeps the sums exact
+  BatchSummary b;
+  b.seqs = integer_in(at, "seqs", f[1], 1, kMaxCount, "a positive integer");
+  b.new_tokens = integer_in(at, "new_tokens", f[2], 1, kMaxCount, "a positive integer");
+  b.attn_units = number_in(at, "attn_units", f[3], 0, false, HUGE_VAL, "a non-negative number");
+  b.context_tokens = number_in(at, "context_tokens", f[4], 0, false, HUGE_VAL, "a non-negative number");
+  const double ms = number_in(at, "ms", f[5], 0, true, HUGE_VAL, "a positive number");
+  // K counts every token each sequence attends over, its new ones included
+  // (sum of c + n); a writer that counts only the cached c would skew the fit.
+  if (b.context_tokens < static_cast<double>(b.new_tokens))
+    at.fail("context_tokens", "must be at least new_tokens (" + std::to_string(b.new_tokens) +
+                                  "): it is the sum of cached + new tokens over the step's sequences, not " +
+                                  shown(f[4]));
+  out.samples.push_back({b, ms / 1000});
+  out.kinds.push_back(kind);
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // a file saved with CRLF
+    lines.push_back(line);
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string provenance(const CalibrationSamples& s, const std::string& samples_file) {
+  std::string counts;
+  for (StepKind k : kStepKinds)
+    counts += (counts.empty() ? "" : ", ") + std::to_string(samples_of_kind(s, k).size()) + " " + to_string(k);
+  return "Fitted by `prefixsim gpu calibrate` from " + std::filesystem::path(samples_file).filename().string() +
+         " (" + counts + " steps, block size " + std::to_string(s.block_size) + "); measured by: " +
+         (s.runner.empty() ? "(runner not recorded)" : s.runner) + ".";
+}
+
+}  // namespace
+
+const char* to_string(StepKind k) {
+  switch (k) {
+    case StepKind::prefill: return "prefill";
+    case StepKind::decode: return "decode";
+    case StepKind::mixed: return "mixed";
+  }
+  return "?";
+}
+
+CalibrationSamples parse_calibration_samples(const std::string& text, const std::string& file) {
+  const std::vector<std::string_view> lines = split_lines(text);
+  auto at = [&](size_t i) { return Loc{file, static_cast<long>(i) + 1}; };
+  if (lines.empty() || lines[0] != kMagic)
+    at(0).fail("schema", "the first line must be '" + std::string(kMagic) + "', not " +
+                             shown(lines.empty() ? std::string_view() : lines[0]));
+
+  CalibrationSamples out;
+  long seen_at[kNumHeaderKeys] = {};
+  size_t i = 1;
+  for (; i < lines.size() && !lines[i].empty() && lines[i][0] == '#'; ++i)
+    parse_header_line(at(i), lines[i], out, seen_at);
+  require_all_keys(at(i), seen_at);
+
+  if (i == lines.size()) at(i).fail("missing the CSV header '" + std::string(kCsvHeader) + "' after the header lines");
+  if (lines[i] != kCsvHeader)
+    at(i).fail("the CSV header must be '" + std::string(kCsvHeader) + "', not " + shown(lines[i]));
+  const size_t first_row = ++i;
+  for (; i < lines.size() && !trim(lines[i]).empty(); ++i) parse_row(at(i), lines[i], out);
+  if (i == first_row) at(i).fail("no samples: at least one row must follow the CSV header");
+  for (; i < lines.size(); ++i)
+    if (!trim(lines[i]).empty()) at(i).fail("a row after a blank line (blank lines are allowed only at the end)");
+  return out;
+}
+
+CalibrationSamples read_calibration_samples(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open the samples file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_calibration_samples(text.str(), path);
+}
+
+std::vector<StepSample> samples_of_kind(const CalibrationSamples& s, StepKind k) {
+  std::vector<StepSample> out;
+  for (size_t i = 0; i < s.samples.size(); ++i)
+    if (s.kinds[i] == k) out.push_back(s.samples[i]);
+  return out;
+}
+
+Calibration calibrate(const CalibrationSamples& s, const std::string& samples_file, const std::string& gpu_catalog,
+                      const FitOptions& options) {
+  Calibration c;
+  try {
+    c.fit = fit_cost_model(s.samples, options);
+  } catch (const InputError& e) {  // "fit: 8 training samples; need at least 12": say which file
+    throw InputError(samples_file + ": " + e.what());
+  }
+  Profile& p = c.profile;
+  p.gpu = s.gpu;
+  p.gpu.catalog = gpu_catalog;
+  p.model = s.model;
+  p.tp = s.tp;
+  p.date = s.date;
+  p.coefficients = c.fit.coefficients;
+  p.fit = c.fit.fit;
+  p.provenance = provenance(s, samples_file);
+  return c;
+}
+
+}  // namespace prefixsim

@@ -1,0 +1,71 @@
+// Measured engine-step times for calibrating the cost model (schema
+// "prefixsim.calibration-samples/1"): what `prefixsim-gpu-bench --calibrate
+// FILE` writes on the GPU machine and `prefixsim gpu calibrate --samples FILE`
+// fits into a profile (sim/profile.h).
+//
+//   # prefixsim.calibration-samples/1
+//   # gpu.name: NVIDIA H100 80GB HBM3
+//   # gpu.sm_count: 132
+//   # gpu.sm_clock_mhz: 1980
+//   # gpu.mem_clock_mhz: 2619
+//   # gpu.driver: 580.159.04
+//   # gpu.cuda: 13.0
+//   # model: llama-3.1-8b
+//   # tp: 1
+//   # block_size: 16
+//   # date: 2026-11-22T18:30:00Z
+//   # runner: free text saying what measured it        (the only optional key)
+//   kind,seqs,new_tokens,attn_units,context_tokens,ms
+//   prefill,1,512,131072,512,12.345
+//
+// One row per measured step; the columns are BatchSummary's (N, S, A, K of
+// sim/cost_model.h) and the step's time in milliseconds. Every `#` line after
+// the first is a header line; an unknown key is an error, so a typo cannot
+// silently drop a field. Blank lines are allowed only at the end.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/fit.h"
+#include "sim/profile.h"
+
+namespace prefixsim {
+
+inline constexpr const char* kCalibrationSamplesSchema = "prefixsim.calibration-samples/1";
+
+enum class StepKind { prefill, decode, mixed };
+inline constexpr StepKind kStepKinds[] = {StepKind::prefill, StepKind::decode, StepKind::mixed};
+const char* to_string(StepKind k);
+
+struct CalibrationSamples {
+  ProfileGpu gpu;             // from the header; `catalog` stays empty (the header does not name it)
+  std::string model;          // a model catalog name (checked)
+  int tp = 1;
+  int block_size = 0;
+  std::string date;           // ISO 8601 (checked: the profile requires it)
+  std::string runner;         // empty when the header has none
+  std::vector<StepSample> samples;
+  std::vector<StepKind> kinds;  // kinds[i] is the kind of samples[i]
+};
+
+// InputError "FILE:LINE: field 'x': ..." for anything but a well-formed file
+// with at least one row; never skips a row.
+CalibrationSamples read_calibration_samples(const std::string& path);
+CalibrationSamples parse_calibration_samples(const std::string& text, const std::string& file);
+
+// The samples of one kind, in file order.
+std::vector<StepSample> samples_of_kind(const CalibrationSamples& s, StepKind k);
+
+struct Calibration {
+  FitResult fit;
+  Profile profile;
+};
+
+// Fits the cost model to `s` and builds the profile for GPU catalog entry
+// `gpu_catalog`; `samples_file` (its basename) goes into the provenance. A
+// fit that cannot be made (too few samples) is an InputError naming the file.
+Calibration calibrate(const CalibrationSamples& s, const std::string& samples_file, const std::string& gpu_catalog,
+                      const FitOptions& options = {});
+
+}  // namespace prefixsim

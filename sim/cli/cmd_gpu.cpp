@@ -1,0 +1,135 @@
+// `prefixsim gpu calibrate --samples FILE`: the CPU half of GPU calibration.
+// The GPU half, `prefixsim-gpu-bench --calibrate FILE` (gpu/, built with
+// -Dcuda=enabled), times real forward steps over a grid of step shapes and
+// writes a samples file (sim/calibration_samples.h); this command fits the
+// cost model to it and writes a profile (sim/profile.h) for `replay --profile`.
+// Measuring in-process is not wired: the simulator binary needs no GPU.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "sim/calibration_samples.h"
+#include "sim/catalog.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/options.h"
+#include "sim/error.h"
+#include "sim/profile.h"
+
+namespace prefixsim::cli {
+
+namespace {
+
+constexpr const char* kCalibrateUsage =
+    "prefixsim gpu calibrate --samples FILE [--gpu CATALOG_NAME] [--out FILE] [--held-out-every K] [--json]";
+
+constexpr const char* kCalibrateHelp =
+    "Fits the cost model to measured engine-step times and writes a calibrated profile\n"
+    "(schema prefixsim.profile/1) for `prefixsim replay --profile`.\n\n"
+    "The samples are not measured here: run `prefixsim-gpu-bench --calibrate FILE` on the\n"
+    "GPU machine (a build with -Dcuda=enabled) and bring FILE (schema\n"
+    "prefixsim.calibration-samples/1, see sim/calibration_samples.h) to this command.\n"
+    "The fit is a weighted (1/time) non-negative least-squares fit with a scan for the\n"
+    "weight-bandwidth breakpoint; every K-th sample is held out to estimate the error.\n"
+    "Prints the samples per kind, the coefficients and the fit's MAPE (train, held-out,\n"
+    "and per kind over all samples). A bad samples file exits 2 naming file, line and field.";
+
+void print_gpu_help(std::ostream& os) {
+  os << "usage: prefixsim gpu calibrate --samples FILE [options]   (prefixsim gpu calibrate --help for details)\n\n"
+        "subcommands:\n"
+        "  calibrate  fit the cost model to step times measured by `prefixsim-gpu-bench --calibrate FILE`\n"
+        "             on the GPU machine (built with -Dcuda=enabled); write a profile\n";
+}
+
+std::string fmt_g(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+std::string fmt_pct(double fraction) { return fmt_g("%.2f", fraction * 100) + " %"; }
+
+// The catalog entry the profile stands for: --gpu, else the one H100 the
+// catalog has when the driver's name says H100; guessing any further could
+// pair a profile with the wrong datasheet figures.
+std::string catalog_gpu(const std::string& flag, const ProfileGpu& measured) {
+  if (!flag.empty()) return find_gpu(flag, "--gpu").name;
+  if (measured.name.find("H100") != std::string::npos) return "h100-sxm-80gb";
+  std::string known;
+  for (const GpuSpec& g : gpu_catalog()) known += (known.empty() ? "" : ", ") + g.name;
+  throw InputError("--gpu: required: the samples' GPU '" + measured.name +
+                   "' is not an H100, so name its catalog entry (known: " + known + ")");
+}
+
+void print_summary(const CalibrationSamples& s, const Calibration& cal, const std::string& samples_path,
+                   const std::string& out) {
+  const Profile& p = cal.profile;
+  const CostCoefficients& c = p.coefficients;
+  std::cout << "calibrated " << p.model << " at TP " << p.tp << " on " << p.gpu.catalog << " (" << p.gpu.name
+            << ") from " << samples_path << ":";
+  for (StepKind k : kStepKinds)
+    std::cout << (k == kStepKinds[0] ? " " : ", ") << samples_of_kind(s, k).size() << " " << to_string(k);
+  std::cout << " steps\n"
+            << "  overhead " << fmt_g("%.4g", c.overhead_s * 1e3) << " ms, per seq " << fmt_g("%.4g", c.per_seq_s * 1e6)
+            << " us, linear " << fmt_g("%.4g", c.linear_s_per_token * 1e6) << " us/token, weight floor "
+            << fmt_g("%.4g", c.weight_floor_s * 1e3) << " ms (breakpoint " << fmt_g("%.0f", cal.fit.breakpoint_tokens)
+            << " tokens), attention " << fmt_g("%.4g", c.attn_s_per_unit * 1e9) << " ns/unit, KV read "
+            << fmt_g("%.4g", c.kv_read_s_per_token * 1e9) << " ns/token\n"
+            << "  MAPE train " << fmt_pct(p.fit.mape_train) << " (" << p.fit.train_samples << " steps), held-out "
+            << fmt_pct(p.fit.mape_held_out) << " (" << p.fit.held_out_samples << " steps, max "
+            << fmt_pct(p.fit.max_ape_held_out) << ")\n  MAPE per kind, all steps:";
+  for (StepKind k : kStepKinds) {
+    const auto subset = samples_of_kind(s, k);
+    std::cout << (k == kStepKinds[0] ? " " : ", ") << to_string(k) << " "
+              << (subset.empty() ? "-" : fmt_pct(mape(c, subset)));
+  }
+  std::cout << "\nwrote " << out << " (use it with prefixsim replay --profile " << out << ")\n";
+}
+
+int calibrate_command(const Args& args) {
+  po::options_description opts("options");
+  opts.add_options()
+      ("samples", po::value<std::string>(), "samples file written by prefixsim-gpu-bench --calibrate (required)")
+      ("gpu", po::value<std::string>(), "GPU catalog name for the profile (default h100-sxm-80gb for an H100)")
+      ("out", po::value<std::string>()->default_value("profile.json"), "profile to write (atomically)")
+      ("held-out-every", po::value<int>()->default_value(5),
+       "hold out every K-th sample for the error estimate; 0: none")
+      ("json", "print the profile's JSON instead of the summary");
+  po::positional_options_description pos;
+  po::variables_map vm;
+  if (!parse_args(args, opts, pos, vm, kCalibrateUsage, kCalibrateHelp)) return 0;
+  if (!vm.count("samples"))
+    throw InputError("--samples: required: the file prefixsim-gpu-bench --calibrate wrote (usage: " +
+                     std::string(kCalibrateUsage) + ")");
+  FitOptions fit;
+  fit.held_out_every = vm["held-out-every"].as<int>();
+  if (fit.held_out_every < 0 || fit.held_out_every == 1)
+    throw InputError("--held-out-every: must be 0 (hold out nothing) or at least 2");
+
+  const std::string path = vm["samples"].as<std::string>(), out = vm["out"].as<std::string>();
+  const CalibrationSamples s = read_calibration_samples(path);
+  const std::string gpu = catalog_gpu(vm.count("gpu") ? vm["gpu"].as<std::string>() : "", s.gpu);
+  const Calibration cal = calibrate(s, path, gpu, fit);
+  write_profile(out, cal.profile);
+  if (vm.count("json"))
+    std::cout << profile_text(cal.profile);
+  else
+    print_summary(s, cal, path, out);
+  return 0;
+}
+
+}  // namespace
+
+int cmd_gpu(const Args& args) {
+  if (args.empty()) {
+    print_gpu_help(std::cout);
+    return 2;  // like `prefixsim` alone: usage, but not a successful run
+  }
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_gpu_help(std::cout);
+    return 0;
+  }
+  if (args[0] == "calibrate") return calibrate_command(Args(args.begin() + 1, args.end()));
+  throw InputError("unknown subcommand '" + args[0] + "' (usage: " + kCalibrateUsage + ")");
+}
+
+}  // namespace prefixsim::cli

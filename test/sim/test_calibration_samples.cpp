@@ -1,0 +1,278 @@
+// Calibration samples (prefixsim.calibration-samples/1) and `prefixsim gpu
+// calibrate`: a synthetic file made from known coefficients reads, fits back
+// to them and becomes a profile read_profile accepts; every kind of bad file
+// is refused naming the file, the line and the field.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <sstream>
+
+#include "sim/calibration_samples.h"
+#include "sim/error.h"
+#include "sim/profile.h"
+#include "test/support.h"
+
+using namespace prefixsim;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Coefficients of the size a calibrated llama-3.1-8b on an H100 has (as in test_fit).
+CostCoefficients truth() {
+  CostCoefficients c;
+  c.overhead_s = 1.5e-3;
+  c.linear_s_per_token = 2.6e-5;
+  c.weight_floor_s = 6.4e-3;  // breakpoint at 246 tokens: between grid points
+  c.attn_s_per_unit = 1.4e-9;
+  c.kv_read_s_per_token = 5.5e-8;
+  c.per_seq_s = 8e-6;
+  return c;
+}
+
+struct Step {
+  const char* kind;
+  BatchSummary shape;
+};
+
+// Prefill over (new, cached), decode over (batch, context), and a chunked
+// prefill beside a decode batch: the shapes prefixsim-gpu-bench measures.
+std::vector<Step> grid() {
+  std::vector<Step> out;
+  for (int64_t n = 16; n <= 16384; n *= 2)
+    for (int64_t c : {0, 512, 4096, 16384}) {
+      BatchSummary b;
+      b.add(n, c);
+      out.push_back({"prefill", b});
+    }
+  for (int64_t batch = 1; batch <= 256; batch *= 2)
+    for (int64_t ctx : {128, 1024, 4096, 16384}) {
+      BatchSummary b;
+      for (int64_t i = 0; i < batch; ++i) b.add(1, ctx);
+      out.push_back({"decode", b});
+    }
+  for (int64_t chunk : {128, 512, 2048})
+    for (int64_t batch : {8, 32, 128}) {
+      BatchSummary b;
+      b.add(chunk, 1024);
+      for (int64_t i = 0; i < batch; ++i) b.add(1, 2048);
+      out.push_back({"mixed", b});
+    }
+  return out;
+}
+
+const std::string kHeader =
+    "# prefixsim.calibration-samples/1\n"
+    "# gpu.name: NVIDIA H100 80GB HBM3\n"
+    "# gpu.sm_count: 132\n"
+    "# gpu.sm_clock_mhz: 1980\n"
+    "# gpu.mem_clock_mhz: 2619\n"
+    "# gpu.driver: 580.159.04\n"
+    "# gpu.cuda: 13.0\n"
+    "# model: llama-3.1-8b\n"
+    "# tp: 1\n"
+    "# block_size: 16\n"
+    "# date: 2026-11-22T18:30:00Z\n"
+    "# runner: test_calibration_samples: step_seconds of known coefficients, 1 % noise\n"
+    "kind,seqs,new_tokens,attn_units,context_tokens,ms\n";
+constexpr long kFirstRowLine = 14;
+
+// The grid's step times under `c`, each off by a deterministic uniform
+// +-1 % (raw mt19937_64 output is the same on every platform).
+std::string synthetic_file(const CostCoefficients& c) {
+  std::mt19937_64 rng(7);
+  std::string text = kHeader;
+  for (const Step& s : grid()) {
+    const double noise = 0.02 * (static_cast<double>(rng() >> 11) / 9007199254740992.0 - 0.5);
+    char row[200];
+    std::snprintf(row, sizeof row, "%s,%lld,%lld,%.1f,%.0f,%.6f\n", s.kind, static_cast<long long>(s.shape.seqs),
+                  static_cast<long long>(s.shape.new_tokens), s.shape.attn_units, s.shape.context_tokens,
+                  step_seconds(c, s.shape) * 1e3 * (1 + noise));
+    text += row;
+  }
+  return text;
+}
+
+// `text` with its line `line` (1-based) replaced, or removed when `with` is empty.
+std::string with_line(const std::string& text, long line, std::optional<std::string> with) {
+  std::istringstream in(text);
+  std::string out, l;
+  for (long i = 1; std::getline(in, l); ++i) {
+    if (i != line)
+      out += l + "\n";
+    else if (with)
+      out += *with + "\n";
+  }
+  return out;
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+}  // namespace
+
+TEST_CASE("a synthetic samples file reads back every header field and row", "[calibration]") {
+  const CalibrationSamples s = parse_calibration_samples(synthetic_file(truth()), "synthetic.csv");
+  CHECK(s.gpu.name == "NVIDIA H100 80GB HBM3");
+  CHECK(s.gpu.catalog.empty());
+  CHECK(s.gpu.sm_count == 132);
+  CHECK(s.gpu.sm_clock_mhz == 1980);
+  CHECK(s.gpu.mem_clock_mhz == 2619);
+  CHECK(s.gpu.driver == "580.159.04");
+  CHECK(s.gpu.cuda == "13.0");
+  CHECK(s.model == "llama-3.1-8b");
+  CHECK(s.tp == 1);
+  CHECK(s.block_size == 16);
+  CHECK(s.date == "2026-11-22T18:30:00Z");
+  CHECK_THAT(s.runner, Contains("1 % noise"));
+  const auto steps = grid();
+  REQUIRE(s.samples.size() == steps.size());
+  REQUIRE(s.kinds.size() == steps.size());
+  CHECK(samples_of_kind(s, StepKind::prefill).size() == 44);
+  CHECK(samples_of_kind(s, StepKind::decode).size() == 36);
+  CHECK(samples_of_kind(s, StepKind::mixed).size() == 9);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    INFO("row " << i);
+    CHECK(to_string(s.kinds[i]) == std::string(steps[i].kind));
+    CHECK(s.samples[i].shape.seqs == steps[i].shape.seqs);
+    CHECK(s.samples[i].shape.new_tokens == steps[i].shape.new_tokens);
+    CHECK(s.samples[i].shape.attn_units == steps[i].shape.attn_units);
+    CHECK(s.samples[i].shape.context_tokens == steps[i].shape.context_tokens);
+    CHECK(s.samples[i].seconds == Approx(step_seconds(truth(), steps[i].shape)).epsilon(0.0101));
+  }
+  // CRLF line ends and trailing blank lines are fine.
+  std::string crlf;
+  for (char ch : synthetic_file(truth()) + "\n  \n") crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+  CHECK(parse_calibration_samples(crlf, "crlf.csv").samples.size() == steps.size());
+}
+
+TEST_CASE("fitting a synthetic samples file recovers the known coefficients", "[calibration]") {
+  const CostCoefficients want = truth();
+  const CalibrationSamples s = parse_calibration_samples(synthetic_file(want), "dir/synthetic.csv");
+  const Calibration cal = calibrate(s, "dir/synthetic.csv", "h100-sxm-80gb");
+  const CostCoefficients& got = cal.profile.coefficients;
+  CHECK(got.linear_s_per_token == Approx(want.linear_s_per_token).epsilon(0.02));
+  CHECK(got.weight_floor_s == Approx(want.weight_floor_s).epsilon(0.03));
+  CHECK(got.attn_s_per_unit == Approx(want.attn_s_per_unit).epsilon(0.03));
+  CHECK(got.kv_read_s_per_token == Approx(want.kv_read_s_per_token).epsilon(0.03));
+  CHECK(got.overhead_s == Approx(want.overhead_s).epsilon(0.15));
+  CHECK(got.allreduce_s_per_token == 0);
+  CHECK(cal.profile.fit.mape_held_out < 0.01);  // E|U(-1 %, 1 %)| = 0.5 %
+  CHECK(cal.profile.fit.held_out_samples == static_cast<int64_t>(grid().size() / 5));
+
+  const Profile& p = cal.profile;
+  CHECK(p.gpu.catalog == "h100-sxm-80gb");
+  CHECK(p.gpu.name == s.gpu.name);
+  CHECK(p.model == "llama-3.1-8b");
+  CHECK(p.date == s.date);
+  CHECK_THAT(p.provenance, Contains("synthetic.csv") && !Contains("dir/") && Contains("44 prefill") &&
+                               Contains("36 decode") && Contains("9 mixed") && Contains("1 % noise") &&
+                               Contains("prefixsim gpu calibrate"));
+  // What calibrate() builds is a profile write_profile takes and read_profile gives back.
+  const std::string path = test::temp_dir("calibration_fit") + "/p.json";
+  write_profile(path, p);
+  CHECK(read_profile(path) == p);
+}
+
+TEST_CASE("prefixsim gpu calibrate writes the fitted profile and summarises the fit", "[calibration][cli]") {
+  const std::string dir = test::temp_dir("calibration_cli");
+  write(dir + "/samples.csv", synthetic_file(truth()));
+  const CalibrationSamples s = read_calibration_samples(dir + "/samples.csv");
+  const Calibration want = calibrate(s, dir + "/samples.csv", "h100-sxm-80gb");
+
+  const auto r = test::run_cli({"gpu", "calibrate", "--samples", dir + "/samples.csv", "--out", dir + "/p.json"});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Contains("44 prefill, 36 decode, 9 mixed steps") && Contains("MAPE train") &&
+                        Contains("held-out") &&
+                        Contains("MAPE per kind") && Contains("weight floor") && Contains("wrote " + dir + "/p.json"));
+  const Profile got = read_profile(dir + "/p.json");
+  CHECK(got.coefficients == want.profile.coefficients);  // the same fit, bit for bit
+  CHECK(got == want.profile);
+
+  const auto js = test::run_cli({"gpu", "calibrate", "--samples", dir + "/samples.csv", "--out", dir + "/q.json",
+                                 "--gpu", "h200-141gb", "--held-out-every", "0", "--json"});
+  REQUIRE(js.rc == 0);
+  const Profile q = parse_profile(js.out, "stdout");
+  CHECK(q.gpu.catalog == "h200-141gb");
+  CHECK(q.fit.held_out_samples == 0);
+  CHECK(js.out == test::read_file(dir + "/q.json"));
+
+  // Not an H100 and no --gpu: which catalog entry is a guess, so it is asked for.
+  std::string a100 = synthetic_file(truth());
+  a100.replace(a100.find("NVIDIA H100 80GB HBM3"), 21, "NVIDIA A100-SXM4-80GB");
+  write(dir + "/a100.csv", a100);
+  const auto no_gpu = test::run_cli({"gpu", "calibrate", "--samples", dir + "/a100.csv", "--out", dir + "/a.json"});
+  CHECK(no_gpu.rc == 2);
+  CHECK_THAT(no_gpu.err, Contains("--gpu") && Contains("a100-80gb"));
+  CHECK(!std::filesystem::exists(dir + "/a.json"));
+
+  CHECK(test::run_cli({"gpu"}).rc == 2);
+  const auto help = test::run_cli({"gpu", "calibrate", "--help"});
+  CHECK(help.rc == 0);
+  CHECK_THAT(help.out, Contains("prefixsim-gpu-bench --calibrate FILE") && Contains("-Dcuda=enabled"));
+  const auto unknown = test::run_cli({"gpu", "measure"});
+  CHECK(unknown.rc == 2);
+  CHECK_THAT(unknown.err, Contains("unknown subcommand 'measure'"));
+}
+
+TEST_CASE("bad samples files are refused naming the file, the line and the field", "[calibration]") {
+  const std::string good = synthetic_file(truth());
+  const long row = kFirstRowLine;
+  struct Case {
+    const char* what;
+    long line;                      // the line to replace
+    std::optional<std::string> to;  // its replacement; none: the line is removed
+    std::string where;              // "FILE:LINE: ..." as the message must start
+    std::string msg;
+  };
+  const std::vector<Case> cases = {
+      {"missing first line", 1, std::nullopt, "s.csv:1: field 'schema'", "prefixsim.calibration-samples/1"},
+      {"another schema", 1, "# prefixsim.calibration-samples/2", "s.csv:1: field 'schema'", "must be"},
+      {"unknown header key", 2, "# gpu.nmae: NVIDIA H100 80GB HBM3", "s.csv:2: field 'gpu.nmae'",
+       "not a samples header key"},
+      {"missing required key", 6, std::nullopt, "s.csv:12: field 'gpu.driver'", "missing"},
+      {"header line without a colon", 12, "# a plain comment", "s.csv:12: header line", "# key: value"},
+      {"key given twice", 12, "# tp: 1", "s.csv:12: field 'tp'", "given twice (first on line 9)"},
+      {"empty value", 7, "# gpu.cuda:", "s.csv:7: field 'gpu.cuda'", "must not be empty"},
+      {"sm_count not an integer", 3, "# gpu.sm_count: 13.5", "s.csv:3: field 'gpu.sm_count'", "not '13.5'"},
+      {"negative clock", 4, "# gpu.sm_clock_mhz: -1", "s.csv:4: field 'gpu.sm_clock_mhz'", "not '-1'"},
+      {"tp 0", 9, "# tp: 0", "s.csv:9: field 'tp'", "not '0'"},
+      {"unknown model", 8, "# model: llama-9", "s.csv:8: field 'model'", "unknown model 'llama-9'"},
+      {"date not ISO", 11, "# date: yesterday", "s.csv:11: field 'date'", "ISO 8601"},
+      {"bad CSV header", 13, "kind,seqs,new_tokens,attn_units,ms", "s.csv:13:", "CSV header"},
+      {"kind foo", row, "foo,1,16,128,16,2.0", "s.csv:14: field 'kind'", "not 'foo'"},
+      {"ms -3", row, "prefill,1,16,128,16,-3", "s.csv:14: field 'ms'", "must be a positive number, not '-3'"},
+      {"ms nan", row, "prefill,1,16,128,16,nan", "s.csv:14: field 'ms'", "not 'nan'"},
+      {"ms 0", row, "prefill,1,16,128,16,0", "s.csv:14: field 'ms'", "not '0'"},
+      {"ms overflowing a double", row, "prefill,1,16,128,16,1e999", "s.csv:14: field 'ms'", "not '1e999'"},
+      {"seqs 0", row, "prefill,0,16,128,16,2.0", "s.csv:14: field 'seqs'", "must be a positive integer, not '0'"},
+      {"seqs fractional", row, "prefill,1.5,16,128,16,2.0", "s.csv:14: field 'seqs'", "not '1.5'"},
+      {"short row", row, "prefill,1,16,128", "s.csv:14: field 'context_tokens'", "missing"},
+      {"long row", row, "prefill,1,16,128,16,2.0,7", "s.csv:14:", "7 fields"},
+      {"non-numeric field", row, "prefill,1,16,lots,16,2.0", "s.csv:14: field 'attn_units'", "not 'lots'"},
+      {"empty field", row, "prefill,1,,128,16,2.0", "s.csv:14: field 'new_tokens'", "not ''"},
+      {"negative context", row, "prefill,1,16,128,-16,2.0", "s.csv:14: field 'context_tokens'", "non-negative"},
+      {"context counting only cached tokens", row, "prefill,1,16,128,0,2.0", "s.csv:14: field 'context_tokens'",
+       "at least new_tokens"},
+      {"a row after a blank line", row + 1, "", "s.csv:16:", "blank line"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const std::string text = with_line(good, c.line, c.to);
+    CHECK_THROWS_AS(parse_calibration_samples(text, "s.csv"), InputError);
+    CHECK_THROWS_WITH(parse_calibration_samples(text, "s.csv"),
+                      Catch::Matchers::StartsWith(c.where) && Contains(c.msg));
+  }
+  CHECK_THROWS_WITH(parse_calibration_samples("", "s.csv"), Contains("s.csv:1: field 'schema'"));
+  CHECK_THROWS_WITH(parse_calibration_samples(kHeader.substr(0, kHeader.rfind("kind")), "s.csv"),
+                    Contains("s.csv:13:") && Contains("missing the CSV header"));
+  CHECK_THROWS_WITH(parse_calibration_samples(kHeader + "\n", "s.csv"),
+                    Contains("s.csv:14:") && Contains("no samples"));
+  CHECK_THROWS_WITH(read_calibration_samples("/nonexistent/s.csv"), Contains("/nonexistent/s.csv"));
+  // A file that reads but has too few steps to fit: the fit's refusal names the file.
+  const CalibrationSamples s = parse_calibration_samples(kHeader + "prefill,1,16,128,16,2.0\n", "few.csv");
+  CHECK_THROWS_WITH(calibrate(s, "few.csv", "h100-sxm-80gb"),
+                    Contains("few.csv: fit:") && Contains("training samples"));
+}
