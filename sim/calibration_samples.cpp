@@ -11,6 +11,7 @@
 
 #include "sim/catalog.h"
 #include "sim/error.h"
+#include "sim/json_out.h"
 
 namespace prefixsim {
 
@@ -149,6 +150,7 @@ void parse_header_line(const Loc& at, std::string_view line, CalibrationSamples&
     if (key != kHeaderKeys[i].key) continue;
     if (seen_at[i]) at.fail(key, "given twice (first on line " + std::to_string(seen_at[i]) + ")");
     if (value.empty()) at.fail(key, "must not be empty");
+    if (!valid_utf8(value)) at.fail(key, "must be valid UTF-8 (it goes into the profile's JSON)");
     seen_at[i] = at.line;
     kHeaderKeys[i].set(out, at, value);
     return;
@@ -281,6 +283,8 @@ std::vector<StepSample> samples_of_kind(const CalibrationSamples& s, StepKind k)
 
 Calibration calibrate(const CalibrationSamples& s, const std::string& samples_file, const std::string& gpu_catalog,
                       const FitOptions& options) {
+  // Its name goes into the profile's provenance, which is JSON.
+  if (!valid_utf8(samples_file)) throw InputError("--samples: the path must be valid UTF-8 (it goes into the profile)");
   Calibration c;
   try {
     c.fit = fit_cost_model(s.samples, options);

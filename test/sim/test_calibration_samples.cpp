@@ -236,6 +236,9 @@ TEST_CASE("bad samples files are refused naming the file, the line and the field
       {"header line without a colon", 12, "# a plain comment", "s.csv:12: header line", "# key: value"},
       {"key given twice", 12, "# tp: 1", "s.csv:12: field 'tp'", "given twice (first on line 9)"},
       {"empty value", 7, "# gpu.cuda:", "s.csv:7: field 'gpu.cuda'", "must not be empty"},
+      // Found by fuzz_calibration_samples: the runner text goes into the
+      // profile's JSON, where invalid UTF-8 made the writer throw (exit 3).
+      {"runner not UTF-8", 12, "# runner: fro\xff\xff end", "s.csv:12: field 'runner'", "valid UTF-8"},
       {"sm_count not an integer", 3, "# gpu.sm_count: 13.5", "s.csv:3: field 'gpu.sm_count'", "not '13.5'"},
       {"negative clock", 4, "# gpu.sm_clock_mhz: -1", "s.csv:4: field 'gpu.sm_clock_mhz'", "not '-1'"},
       {"tp 0", 9, "# tp: 0", "s.csv:9: field 'tp'", "not '0'"},
@@ -275,4 +278,5 @@ TEST_CASE("bad samples files are refused naming the file, the line and the field
   const CalibrationSamples s = parse_calibration_samples(kHeader + "prefill,1,16,128,16,2.0\n", "few.csv");
   CHECK_THROWS_WITH(calibrate(s, "few.csv", "h100-sxm-80gb"),
                     Contains("few.csv: fit:") && Contains("training samples"));
+  CHECK_THROWS_WITH(calibrate(s, "f\xffw.csv", "h100-sxm-80gb"), Contains("--samples") && Contains("UTF-8"));
 }
