@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include "sim/error.h"
 
@@ -36,6 +37,14 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   AtomicFile f(path);
   f.stream().write(content.data(), static_cast<std::streamsize>(content.size()));
   f.commit();
+}
+
+std::string read_whole_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open the " + what);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace prefixsim

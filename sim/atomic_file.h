@@ -29,4 +29,8 @@ class AtomicFile {
 // Writes `content` to `path` atomically.
 void write_file_atomic(const std::string& path, const std::string& content);
 
+// The whole of a file, bytes as they are; InputError "PATH: cannot open the
+// WHAT" when it cannot be opened (read errors after that are the parser's).
+std::string read_whole_file(const std::string& path, const std::string& what);
+
 }  // namespace prefixsim

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "sim/catalog.h"
+#include "sim/atomic_file.h"
 #include "sim/error.h"
 #include "sim/json_out.h"
 
@@ -267,11 +268,7 @@ CalibrationSamples parse_calibration_samples(const std::string& text, const std:
 }
 
 CalibrationSamples read_calibration_samples(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open the samples file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_calibration_samples(text.str(), path);
+  return parse_calibration_samples(read_whole_file(path, "samples file"), path);
 }
 
 std::vector<StepSample> samples_of_kind(const CalibrationSamples& s, StepKind k) {

@@ -165,11 +165,7 @@ Profile parse_profile(const std::string& text, const std::string& file) {
 }
 
 Profile read_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open the profile");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_profile(text.str(), path);
+  return parse_profile(read_whole_file(path, "profile"), path);
 }
 
 json to_json(const CostCoefficients& c) {

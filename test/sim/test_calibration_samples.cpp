@@ -13,6 +13,7 @@
 #include "sim/calibration_samples.h"
 #include "sim/error.h"
 #include "sim/profile.h"
+#include "test/sim/synthetic_steps.h"
 #include "test/support.h"
 
 using namespace prefixsim;
@@ -20,48 +21,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// Coefficients of the size a calibrated llama-3.1-8b on an H100 has (as in test_fit).
-CostCoefficients truth() {
-  CostCoefficients c;
-  c.overhead_s = 1.5e-3;
-  c.linear_s_per_token = 2.6e-5;
-  c.weight_floor_s = 6.4e-3;  // breakpoint at 246 tokens: between grid points
-  c.attn_s_per_unit = 1.4e-9;
-  c.kv_read_s_per_token = 5.5e-8;
-  c.per_seq_s = 8e-6;
-  return c;
-}
-
-struct Step {
-  const char* kind;
-  BatchSummary shape;
-};
-
-// Prefill over (new, cached), decode over (batch, context), and a chunked
-// prefill beside a decode batch: the shapes prefixsim-gpu-bench measures.
-std::vector<Step> grid() {
-  std::vector<Step> out;
-  for (int64_t n = 16; n <= 16384; n *= 2)
-    for (int64_t c : {0, 512, 4096, 16384}) {
-      BatchSummary b;
-      b.add(n, c);
-      out.push_back({"prefill", b});
-    }
-  for (int64_t batch = 1; batch <= 256; batch *= 2)
-    for (int64_t ctx : {128, 1024, 4096, 16384}) {
-      BatchSummary b;
-      for (int64_t i = 0; i < batch; ++i) b.add(1, ctx);
-      out.push_back({"decode", b});
-    }
-  for (int64_t chunk : {128, 512, 2048})
-    for (int64_t batch : {8, 32, 128}) {
-      BatchSummary b;
-      b.add(chunk, 1024);
-      for (int64_t i = 0; i < batch; ++i) b.add(1, 2048);
-      out.push_back({"mixed", b});
-    }
-  return out;
-}
+CostCoefficients truth() { return test::known_coefficients(); }
+using Step = test::SyntheticStep;
+std::vector<Step> grid() { return test::synthetic_grid(); }
 
 const std::string kHeader =
     "# prefixsim.calibration-samples/1\n"
