@@ -1,7 +1,6 @@
 #include "policies/policy_bench.h"
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +10,7 @@
 #include "policies/block_future.h"
 #include "policies/registry.h"
 #include "sim/cache_replay.h"
+#include "sim/parallel_for.h"
 
 namespace prefixsim {
 namespace {
@@ -69,17 +69,10 @@ std::vector<BenchMetric> bench_compare_all(const BenchOptions& o) {
   std::vector<std::pair<std::string, int64_t>> pairs;
   for (int64_t tok : tokens)
     for (const PolicyInfo& p : policy_registry()) pairs.emplace_back(p.name, tok / kBlockSize + 1);
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < pairs.size(); i = next++)
-      run_cache_replay(t, pairs[i].second, make_policy(pairs[i].first, ctx));
-  };
   const auto replay_start = std::chrono::steady_clock::now();
-  std::vector<std::thread> threads;
   const unsigned n = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned k = 1; k < n; ++k) threads.emplace_back(worker);
-  worker();
-  for (auto& th : threads) th.join();
+  parallel_for(pairs.size(), static_cast<int>(n),
+               [&](size_t i) { run_cache_replay(t, pairs[i].second, make_policy(pairs[i].first, ctx)); });
   const double replay_s = seconds_since(replay_start);
   return {{"total_s", prepare_s + replay_s, "s"},
           {"prepare_s", prepare_s, "s"},

@@ -10,7 +10,6 @@
 // them), and refuses belady, whose future is indexed by request while the
 // engine looks requests up again after refusals and preemptions.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <exception>
 #include <filesystem>
@@ -24,6 +23,7 @@
 #include "policies/registry.h"
 #include "prefixsim_config.h"
 #include "sim/atomic_file.h"
+#include "sim/parallel_for.h"
 #include "sim/cache_replay.h"
 #include "sim/catalog.h"
 #include "sim/cli/commands.h"
@@ -293,16 +293,9 @@ int cmd_compare(const Args& args) {
   threads = std::min<int>(threads, static_cast<int>(pairs.size()));
   const bool check = vm.count("check-invariants") > 0;
   std::vector<PairResult> results(pairs.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < pairs.size(); i = next++)
-      results[i] = run_pair(mode, trace, engine_in, specs[pairs[i].policy], ctx, sizes[pairs[i].size].num_blocks,
-                            check);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  parallel_for(pairs.size(), threads, [&](size_t i) {
+    results[i] = run_pair(mode, trace, engine_in, specs[pairs[i].policy], ctx, sizes[pairs[i].size].num_blocks, check);
+  });
   for (const PairResult& r : results)
     if (r.error) std::rethrow_exception(r.error);
 
