@@ -180,7 +180,6 @@ class RunQueue {
   bool valid(const Entry& e) const { return meta_[e.block].in != 0 && meta_[e.block].stamp == e.stamp; }
   static uint64_t head(const Run& r) { return r.dir >= 0 ? r.lo : r.hi - 1; }
 
-
   // Moves up to kMergeBatch entries, smallest first, from the runs to the
   // front (dead ones too: checking them here would be a cache miss each).
   void merge_more() {
@@ -228,10 +227,7 @@ class RunQueue {
       heap_.pop_back();
       if (!heap_.empty()) sift_down(0);
     } else {
-      const uint64_t h = head(r);
-      // This run's turn comes back later: have its next line by then.
-      __builtin_prefetch(&arena_[r.dir >= 0 ? std::min(h + 3, r.hi - 1) : (h >= r.lo + 3 ? h - 3 : r.lo)]);
-      t.key = encode(arena_[h].key);
+      t.key = encode(arena_[head(r)].key);
       sift_down(0);
     }
   }

@@ -66,13 +66,6 @@ double number_in(const Loc& at, std::string_view field, std::string_view v, doub
   return *x;
 }
 
-bool iso_date_like(std::string_view s) {
-  if (s.size() < 10) return false;
-  for (int i : {0, 1, 2, 3, 5, 6, 8, 9})
-    if (s[i] < '0' || s[i] > '9') return false;
-  return s[4] == '-' && s[7] == '-';
-}
-
 std::string_view trim(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t");
   if (b == std::string_view::npos) return {};
@@ -127,7 +120,7 @@ constexpr HeaderKey kHeaderKeys[] = {
     // samples' line, rather than when the profile is written.
     {"date", true,
      [](CalibrationSamples& s, const Loc& at, std::string_view v) {
-       if (!iso_date_like(v)) at.fail("date", "must be an ISO 8601 date (YYYY-MM-DD...), not " + shown(v));
+       if (!looks_like_iso_date(v)) at.fail("date", "must be an ISO 8601 date (YYYY-MM-DD...), not " + shown(v));
        s.date = v;
      }},
     {"runner", false, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.runner = v; }},

@@ -98,12 +98,16 @@ class Reader {
   const json& root_;
 };
 
-bool looks_like_iso_date(const std::string& s) {
+}  // namespace
+
+bool looks_like_iso_date(std::string_view s) {
   if (s.size() < 10) return false;
   for (int i : {0, 1, 2, 3, 5, 6, 8, 9})
     if (s[i] < '0' || s[i] > '9') return false;
   return s[4] == '-' && s[7] == '-';
 }
+
+namespace {
 
 // A generous ceiling: no engine step coefficient is anywhere near a minute.
 constexpr double kMaxSeconds = 60.0;

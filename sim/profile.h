@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace prefixsim {
 
@@ -73,6 +74,9 @@ struct Profile {
   std::string provenance;
   friend bool operator==(const Profile&, const Profile&) = default;
 };
+
+// "YYYY-MM-DD..." at the start of s: the date form a profile requires.
+bool looks_like_iso_date(std::string_view s);
 
 // Reads and validates a profile; InputError "FILE:LINE: field 'x.y' ..." for
 // a missing, mistyped or out-of-range field (LINE: where the key appears).
