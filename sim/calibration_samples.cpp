@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "sim/catalog.h"
+#include "sim/cost_model.h"
 #include "sim/atomic_file.h"
 #include "sim/error.h"
 #include "sim/json_out.h"
@@ -124,6 +125,12 @@ constexpr HeaderKey kHeaderKeys[] = {
        s.date = v;
      }},
     {"runner", false, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.runner = v; }},
+    // Checked against tp once every header line is read (check_shards_timed).
+    {"shards_timed", false,
+     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+       s.shards_timed = static_cast<int>(integer_in(at, "shards_timed", v, 1, 64, "an integer in [1, 64]"));
+       s.shards_timed_line = at.line;
+     }},
 };
 constexpr size_t kNumHeaderKeys = std::size(kHeaderKeys);
 
@@ -248,6 +255,10 @@ CalibrationSamples parse_calibration_samples(const std::string& text, const std:
   for (; i < lines.size() && !lines[i].empty() && lines[i][0] == '#'; ++i)
     parse_header_line(at(i), lines[i], out, seen_at);
   require_all_keys(at(i), seen_at);
+  if (out.shards_timed != 1 && out.shards_timed != out.tp)
+    Loc{file, out.shards_timed_line}.fail("shards_timed", "must be 1 (one shard timed alone) or tp (" +
+                                                              std::to_string(out.tp) + "), not " +
+                                                              std::to_string(out.shards_timed));
 
   if (i == lines.size()) at(i).fail("missing the CSV header '" + std::string(kCsvHeader) + "' after the header lines");
   if (lines[i] != kCsvHeader)
@@ -290,6 +301,15 @@ Calibration calibrate(const CalibrationSamples& s, const std::string& samples_fi
   p.coefficients = c.fit.coefficients;
   p.fit = c.fit.fit;
   p.provenance = provenance(s, samples_file);
+  if (s.tp > 1 && s.shards_timed == 1) {
+    // One shard timed alone: its times hold no all-reduce. Price it as the
+    // roofline does rather than let the profile claim TP costs nothing.
+    const GpuSpec& g = find_gpu(gpu_catalog);
+    add_tensor_parallel_comm(p.coefficients, find_model(s.model), g, s.tp);
+    p.provenance += " TP all-reduce not timed (one of " + std::to_string(s.tp) +
+                    " shards timed alone): added from the roofline over the catalog's " +
+                    std::to_string(std::lround(g.interconnect_bandwidth / 1e9)) + " GB/s interconnect.";
+  }
   return c;
 }
 

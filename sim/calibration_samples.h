@@ -14,7 +14,8 @@
 //   # tp: 1
 //   # block_size: 16
 //   # date: 2026-11-22T18:30:00Z
-//   # runner: free text saying what measured it        (the only optional key)
+//   # runner: free text saying what measured it        (optional)
+//   # shards_timed: 1                                   (optional, default 1)
 //   kind,seqs,new_tokens,attn_units,context_tokens,ms
 //   prefill,1,512,131072,512,12.345
 //
@@ -22,6 +23,12 @@
 // sim/cost_model.h) and the step's time in milliseconds. Every `#` line after
 // the first is a header line; an unknown key is an error, so a typo cannot
 // silently drop a field. Blank lines are allowed only at the end.
+//
+// shards_timed says how many of the tp shards ran together while timing: 1
+// (what prefixsim-gpu-bench does: one shard's share of the work on one GPU,
+// so the times hold no all-reduce) or tp (all of them, all-reduces
+// included). For tp > 1 timed as one shard, `calibrate` adds the roofline's
+// all-reduce term (add_tensor_parallel_comm) and says so in the provenance.
 #pragma once
 
 #include <string>
@@ -45,6 +52,8 @@ struct CalibrationSamples {
   int block_size = 0;
   std::string date;           // ISO 8601 (checked: the profile requires it)
   std::string runner;         // empty when the header has none
+  int shards_timed = 1;       // 1 or tp
+  long shards_timed_line = 0; // where the header set it (0: absent)
   std::vector<StepSample> samples;
   std::vector<StepKind> kinds;  // kinds[i] is the kind of samples[i]
 };

@@ -24,6 +24,19 @@ double step_seconds(const CostCoefficients& c, const BatchSummary& b) {
 
 TimeNs seconds_to_ns(double s) { return static_cast<TimeNs>(std::ceil(s * 1e9)); }
 
+void add_tensor_parallel_comm(CostCoefficients& c, const ModelSpec& m, const GpuSpec& g, int tp,
+                              const CostModelOptions& o) {
+  if (tp <= 1) return;
+  // Two all-reduces per layer (after attention and after the MLP) of
+  // tokens x hidden activations; a ring moves 2*(TP-1)/TP of the bytes
+  // over each link, and each all-reduce pays the link latency once.
+  const double shards = tp;
+  const double ring = 2.0 * (shards - 1) / shards;
+  const double link = g.interconnect_bandwidth * o.link_efficiency;
+  c.allreduce_s_per_token += 2.0 * m.layers * ring * m.hidden * m.dtype_bytes / link;
+  c.overhead_s += 2.0 * m.layers * g.allreduce_latency_s;
+}
+
 CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int tp, const CostModelOptions& o) {
   check_tensor_parallel(m, tp);
   for (double e : {o.mfu_efficiency, o.attn_efficiency, o.bw_efficiency, o.link_efficiency})
@@ -47,15 +60,7 @@ CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int
   // KV read: every context token's K and V, every layer, this shard's heads.
   c.kv_read_s_per_token = static_cast<double>(kv_bytes_per_token(m, tp, m.dtype_bytes)) / bw;
   c.overhead_s = o.overhead_s;
-  if (tp > 1) {
-    // Two all-reduces per layer (after attention and after the MLP) of
-    // tokens x hidden activations; a ring moves 2*(TP-1)/TP of the bytes
-    // over each link, and each all-reduce pays the link latency once.
-    const double ring = 2.0 * (shards - 1) / shards;
-    const double link = g.interconnect_bandwidth * o.link_efficiency;
-    c.allreduce_s_per_token = 2.0 * m.layers * ring * m.hidden * m.dtype_bytes / link;
-    c.overhead_s += 2.0 * m.layers * g.allreduce_latency_s;
-  }
+  add_tensor_parallel_comm(c, m, g, tp, o);
   return c;
 }
 

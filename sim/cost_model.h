@@ -69,6 +69,12 @@ struct CostModelOptions {
 CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int tp,
                                        const CostModelOptions& o = {});
 
+// Adds TP's all-reduce cost (per-token bytes over the catalog's interconnect
+// and a latency per all-reduce) to c; nothing at TP 1. The roofline uses it,
+// and so does a profile fitted from one shard timed alone (sim/calibration_samples.h).
+void add_tensor_parallel_comm(CostCoefficients& c, const ModelSpec& m, const GpuSpec& g, int tp,
+                              const CostModelOptions& o = {});
+
 class ModeledExecutor final : public Executor {
  public:
   // With a profile, its coefficients replace the roofline; the profile must

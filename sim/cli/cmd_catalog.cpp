@@ -3,6 +3,7 @@
 // every GPU -- a capacity planner's first table. `--profile P` validates and
 // shows a calibrated cost-model profile instead.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,6 +14,7 @@
 #include "sim/error.h"
 #include "sim/kv_sizing.h"
 #include "sim/profile.h"
+#include "sim/shipped_profiles.h"
 
 namespace prefixsim::cli {
 
@@ -61,8 +63,15 @@ PoolCell pool(const ModelSpec& m, const GpuSpec& g, const KvSizingInput& base) {
   return c;
 }
 
+// A shipped profile's file name as the catalog lists it, or a path.
+Profile shown_profile(const std::string& path) {
+  for (const ShippedProfile& sp : shipped_profiles())
+    if (path == sp.file && !std::filesystem::exists(path)) return sp.profile;
+  return read_profile(path);
+}
+
 int show_profile(const std::string& path, bool json) {
-  const Profile p = read_profile(path);
+  const Profile p = shown_profile(path);
   if (json) {
     std::cout << profile_text(p);
     return 0;
@@ -135,6 +144,9 @@ int cmd_catalog(const Args& args) {
         }
         out["kv_pool"].push_back(cell);
       }
+    out["profiles"] = nlohmann::json::array();
+    for (const ShippedProfile& sp : shipped_profiles())
+      out["profiles"].push_back({{"file", sp.file}, {"profile", to_json(sp.profile)}});
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -171,6 +183,15 @@ int cmd_catalog(const Args& args) {
                        18);
     }
     std::cout << "\n";
+  }
+
+  std::cout << "\ncalibrated profiles built in (replay --profile builtin; catalog --profile FILE shows one)\n  "
+            << pad("model", 15) << pad("gpu", 15) << pad("tp", 4) << pad("measured", 12) << pad("held-out MAPE", 15)
+            << "file\n";
+  for (const ShippedProfile& sp : shipped_profiles()) {
+    const Profile& p = sp.profile;
+    std::cout << "  " << pad(p.model, 15) << pad(p.gpu.catalog, 15) << pad(std::to_string(p.tp), 4)
+              << pad(p.date.substr(0, 10), 12) << pad(fmt("%.1f %%", p.fit.mape_held_out * 100), 15) << sp.file << "\n";
   }
   return 0;
 }

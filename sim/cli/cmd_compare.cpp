@@ -16,6 +16,7 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -36,6 +37,7 @@
 #include "sim/json_out.h"
 #include "sim/vector_source.h"
 #include "sim/kv_sizing.h"
+#include "sim/shipped_profiles.h"
 #include "traces/trace_reader.h"
 
 namespace prefixsim::cli {
@@ -114,13 +116,14 @@ struct EngineInputs {
   std::string format;
   const ModelSpec* model = nullptr;
   const GpuSpec* gpu = nullptr;
+  const std::optional<Profile>* profile = nullptr;  // --profile, else the roofline
 };
 
 CacheReplayResult run_engine_pair(const EngineInputs& in, const std::string& spec, const PolicyContext& ctx,
                                   int64_t num_blocks, bool check, PairResult& out) {
   BlockPool pool(static_cast<int32_t>(num_blocks), true, make_policy(spec, ctx));
   KvCacheManager kv(ctx.block_size, pool);
-  ModeledExecutor exec(*in.model, *in.gpu, 1, std::nullopt);
+  ModeledExecutor exec(*in.model, *in.gpu, 1, *in.profile);
   Engine engine(SchedulerConfig{}, kv, exec);
   PairObserver obs(ctx.block_size, check ? &pool : nullptr);
   engine.set_observer(&obs);
@@ -177,6 +180,8 @@ int cmd_compare(const Args& args) {
       ("kv-gb", po::value<std::string>(), "KV memory per GPU in GiB: G1,G2,... (with --model)")
       ("model", po::value<std::string>()->default_value("llama-3.1-8b"), "model from the catalog (for --kv-gb)")
       ("gpu", po::value<std::string>()->default_value("h100-sxm-80gb"), "GPU from the catalog")
+      ("profile", po::value<std::string>(),
+       "engine mode: calibrated cost-model profile replacing the roofline, a JSON file or `builtin`")
       ("block-size", po::value<int32_t>()->default_value(16), "KV block size in tokens")
       ("trace-block-size", po::value<int32_t>()->default_value(0),
        "tokens per trace hash id (default: 512 Mooncake, 64 kv-cache-tester)")
@@ -199,8 +204,8 @@ int cmd_compare(const Args& args) {
                   "pairs run in parallel and the results do not depend on the thread count.\n"
                   "Cache mode: each request alone in arrival order (lookup, prompt + output allocated,\n"
                   "freed last block first); hit rate = hit tokens / prompt tokens. Engine mode: the\n"
-                  "discrete-event engine of `replay` (vLLM scheduler, roofline cost model of --model on\n"
-                  "--gpu) per pair, adding TTFT p50/p99; hit rate counted at admission. Also writes\n"
+                  "discrete-event engine of `replay` (vLLM scheduler, cost model of --model on --gpu:\n"
+                  "the roofline, or --profile) per pair, adding TTFT p50/p99; hit rate counted at admission. Also writes\n"
                   "compare.html (curves and tables, self-contained)."))
     return 0;
   if (!vm.count("trace")) throw InputError("compare: missing the TRACE argument (see prefixsim compare --help)");
@@ -235,6 +240,11 @@ int cmd_compare(const Args& args) {
   // Pool sizes, through the same sizing as replay.
   const ModelSpec& model = find_model(vm["model"].as<std::string>());
   const GpuSpec& gpu = find_gpu(vm["gpu"].as<std::string>());
+  std::optional<Profile> profile;
+  if (vm.count("profile")) {
+    if (mode != "engine") throw InputError("--profile: only engine mode has a cost model (add --mode engine)");
+    profile = resolve_profile(vm["profile"].as<std::string>(), model.name, gpu.name, 1);
+  }
   std::vector<KvSizing> sizes;
   auto size_one = [&](auto set) {
     KvSizingInput in;
@@ -277,7 +287,7 @@ int cmd_compare(const Args& args) {
     trace = prepare_trace(*src, block_size);
   }
   src.reset();
-  EngineInputs engine_in{&requests, format, &model, &gpu};
+  EngineInputs engine_in{&requests, format, &model, &gpu, &profile};
   if (trace.size() == 0) throw InputError(trace_path + ": the trace has no requests");
   PolicyContext ctx;
   ctx.block_size = block_size;
@@ -320,6 +330,7 @@ int cmd_compare(const Args& args) {
                 {"prompt_tokens", trace.prompt_tokens},
                 {"output_tokens", trace.output_tokens}};
   j["block_size"] = block_size;
+  if (mode == "engine") j["cost_model"] = ModeledExecutor(model, gpu, 1, profile).to_json();
   j["policies"] = specs;
   nlohmann::ordered_json jsizes = nlohmann::ordered_json::array();
   for (const KvSizing& k : sizes)

@@ -73,14 +73,18 @@ void print_summary(const CalibrationSamples& s, const Calibration& cal, const st
             << " us, linear " << fmt_g("%.4g", c.linear_s_per_token * 1e6) << " us/token, weight floor "
             << fmt_g("%.4g", c.weight_floor_s * 1e3) << " ms (breakpoint " << fmt_g("%.0f", cal.fit.breakpoint_tokens)
             << " tokens), attention " << fmt_g("%.4g", c.attn_s_per_unit * 1e9) << " ns/unit, KV read "
-            << fmt_g("%.4g", c.kv_read_s_per_token * 1e9) << " ns/token\n"
+            << fmt_g("%.4g", c.kv_read_s_per_token * 1e9) << " ns/token"
+            << (c.allreduce_s_per_token > 0
+                    ? ", all-reduce " + fmt_g("%.4g", c.allreduce_s_per_token * 1e6) + " us/token (roofline, not timed)"
+                    : "")
+            << "\n"
             << "  MAPE train " << fmt_pct(p.fit.mape_train) << " (" << p.fit.train_samples << " steps), held-out "
             << fmt_pct(p.fit.mape_held_out) << " (" << p.fit.held_out_samples << " steps, max "
             << fmt_pct(p.fit.max_ape_held_out) << ")\n  MAPE per kind, all steps:";
   for (StepKind k : kStepKinds) {
     const auto subset = samples_of_kind(s, k);
     std::cout << (k == kStepKinds[0] ? " " : ", ") << to_string(k) << " "
-              << (subset.empty() ? "-" : fmt_pct(mape(c, subset)));
+              << (subset.empty() ? "-" : fmt_pct(mape(cal.fit.coefficients, subset)));  // against what was timed
   }
   std::cout << "\nwrote " << out << " (use it with prefixsim replay --profile " << out << ")\n";
 }

@@ -22,6 +22,7 @@
 #include "sim/ideal_hit.h"
 #include "sim/kv_sizing.h"
 #include "sim/profile.h"
+#include "sim/shipped_profiles.h"
 #include "traces/trace_reader.h"
 #include "workloads/workload.h"
 
@@ -66,7 +67,9 @@ void add_replay_options(po::options_description& o) {
       ("gpu", po::value<std::string>(), "GPU from the catalog (default h100-sxm-80gb)")
       ("gpu-mem-util", po::value<double>(), "fraction of GPU memory vLLM may use (default 0.9)")
       ("tp", po::value<int>(), "tensor-parallel size (default 1)")
-      ("profile", po::value<std::string>(), "calibrated cost-model profile (JSON) replacing the roofline")
+      ("profile", po::value<std::string>(),
+       "calibrated cost-model profile replacing the roofline: a JSON file, or `builtin` for the one shipped "
+       "for this model, GPU and TP (`prefixsim catalog` lists them)")
       ("max-num-seqs", po::value<int64_t>(), "scheduler: max running requests (default 256)")
       ("max-num-batched-tokens", po::value<int64_t>(), "scheduler: token budget per step (default 8192)")
       ("no-chunked-prefill", "scheduler: admit whole prompts only")
@@ -180,7 +183,7 @@ int cmd_replay(const Args& args) {
   kin.kv_gb = s.kv_gb;
   const KvSizing kv_size = size_kv_pool(kin);
   std::optional<Profile> profile;
-  if (!s.profile.empty()) profile = read_profile(s.profile);
+  if (!s.profile.empty()) profile = resolve_profile(s.profile, model.name, gpu.name, s.tp);
   PolicyContext pctx;
   pctx.block_size = s.block_size;
   auto policy = make_policy(s.policy, pctx);

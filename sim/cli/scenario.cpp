@@ -83,7 +83,7 @@ void load_scenario_yaml(const std::string& path, Scenario& s) {
     else if (key == "kv_blocks") s.kv_blocks = y.get<int64_t>(v, key, "an integer");
     else if (key == "kv_tokens") s.kv_tokens = y.get<int64_t>(v, key, "an integer");
     else if (key == "kv_gb") s.kv_gb = y.get<double>(v, key, "a number");
-    else if (key == "profile") s.profile = y.get<std::string>(v, key, "a path");
+    else if (key == "profile") s.profile = y.get<std::string>(v, key, "a path or builtin");
     else if (key == "scheduler") apply_scheduler(y, v, s);
     else if (key == "series_interval_s") s.series_interval_s = y.get<double>(v, key, "a number");
     else if (key == "out") s.out = y.get<std::string>(v, key, "a directory");

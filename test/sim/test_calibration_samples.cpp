@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "sim/calibration_samples.h"
+#include "sim/catalog.h"
+#include "sim/cost_model.h"
 #include "sim/error.h"
 #include "sim/profile.h"
 #include "test/sim/synthetic_steps.h"
@@ -137,6 +139,32 @@ TEST_CASE("fitting a synthetic samples file recovers the known coefficients", "[
   CHECK(read_profile(path) == p);
 }
 
+TEST_CASE("a TP profile timed on one shard gets the roofline's all-reduce; one timed whole does not",
+          "[calibration]") {
+  // llama-3.1-70b at TP 4: the measured (synthetic) times are one shard's.
+  std::string text = with_line(synthetic_file(truth()), 8, "# model: llama-3.1-70b");
+  text = with_line(text, 9, "# tp: 4");
+  const CalibrationSamples one = parse_calibration_samples(text, "one.csv");
+  CHECK(one.shards_timed == 1);  // the default: what prefixsim-gpu-bench does
+  const Calibration cal = calibrate(one, "one.csv", "h100-sxm-80gb");
+  CostCoefficients comm;  // what the roofline charges for TP 4's all-reduces, alone
+  add_tensor_parallel_comm(comm, find_model("llama-3.1-70b"), find_gpu("h100-sxm-80gb"), 4);
+  REQUIRE(comm.allreduce_s_per_token > 0);
+  CHECK(cal.fit.coefficients.allreduce_s_per_token == 0);
+  CHECK(cal.profile.coefficients.allreduce_s_per_token == comm.allreduce_s_per_token);
+  CHECK(cal.profile.coefficients.overhead_s == Approx(cal.fit.coefficients.overhead_s + comm.overhead_s));
+  CHECK(cal.profile.coefficients.linear_s_per_token == cal.fit.coefficients.linear_s_per_token);
+  CHECK_THAT(cal.profile.provenance, Contains("all-reduce not timed (one of 4 shards timed alone)"));
+
+  // All four shards timed together: the all-reduce is in the times already.
+  text = with_line(text, 12, "# shards_timed: 4");
+  const CalibrationSamples all = parse_calibration_samples(text, "all.csv");
+  CHECK(all.shards_timed == 4);
+  const Calibration whole = calibrate(all, "all.csv", "h100-sxm-80gb");
+  CHECK(whole.profile.coefficients == whole.fit.coefficients);
+  CHECK_THAT(whole.profile.provenance, !Contains("all-reduce"));
+}
+
 TEST_CASE("prefixsim gpu calibrate writes the fitted profile and summarises the fit", "[calibration][cli]") {
   const std::string dir = test::temp_dir("calibration_cli");
   write(dir + "/samples.csv", synthetic_file(truth()));
@@ -222,6 +250,9 @@ TEST_CASE("bad samples files are refused naming the file, the line and the field
       {"context counting only cached tokens", row, "prefill,1,16,128,0,2.0", "s.csv:14: field 'context_tokens'",
        "at least new_tokens"},
       {"a row after a blank line", row + 1, "", "s.csv:16:", "blank line"},
+      {"shards_timed neither 1 nor tp", 12, "# shards_timed: 2", "s.csv:12: field 'shards_timed'",
+       "must be 1 (one shard timed alone) or tp (1), not 2"},
+      {"shards_timed 0", 12, "# shards_timed: 0", "s.csv:12: field 'shards_timed'", "not '0'"},
   };
   for (const Case& c : cases) {
     INFO(c.what);
