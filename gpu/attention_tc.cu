@@ -27,6 +27,15 @@
 // are XOR-swizzled in 16-byte chunks so that ldmatrix is free of bank
 // conflicts. Tiles past a warp's last query are skipped (causal); CTAs are
 // launched last tile first (within a sequence, the heaviest first).
+//
+// Split-KV (flash-decoding), when the plan asks for it (b.kv_split.splits =
+// S > 1: decode and short queries over long contexts, where the grid above
+// has a few CTAs each walking the whole context): grid.z = S, CTA z walks the
+// z-th of S chunks of whole key tiles of its tile's range, stores its rows'
+// unnormalised fp32 O with their running max m and sum l in the workspace,
+// and combine_kv_splits_kernel merges the S partials (log-sum-exp) into the
+// bf16 output. S = 1 is the single pass above, no workspace, no merge.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -87,13 +96,25 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
   return *reinterpret_cast<const uint32_t*>(&v);
 }
+
+// The split workspace of a plan with `rows` (token, query head) rows, row
+// index token * num_q_heads + head as in the output: first [split][row][128]
+// partial outputs, then [split][row] (m, l) pairs (m in the exp2 domain).
+__device__ __forceinline__ float2* split_stats(float* ws, int splits, int64_t rows) {
+  return reinterpret_cast<float2*>(ws + static_cast<int64_t>(splits) * rows * kD);
+}
+__device__ __forceinline__ const float2* split_stats(const float* ws, int splits, int64_t rows) {
+  return reinterpret_cast<const float2*>(ws + static_cast<int64_t>(splits) * rows * kD);
+}
 }  // namespace
 
 // kStages: K/V buffers in the cp.async ring; kMT: m16 tiles (16 rows each)
 // per warp. kMT = 1: 8 warps, Q fragments held in registers; kMT = 2: 4
 // warps of 32 rows (each K/V fragment from shared memory feeds two MMAs), Q
 // fragments re-read from shared memory per k-step, two CTAs per SM.
-template <int kStages, int kMT, int kBc>
+// kSplitKv: this CTA walks chunk blockIdx.z of gridDim.z of its key range and
+// stores partials to b.kv_split.workspace instead of the output.
+template <int kStages, int kMT, int kBc, bool kSplitKv>
 __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_attention_tc_kernel(
     DevBatch b, int num_q_heads, int num_kv_heads, const bf16* __restrict__ q, int64_t q_stride,
     const bf16* __restrict__ k_cache, const bf16* __restrict__ v_cache, float scale_log2, bf16* __restrict__ out) {
@@ -119,6 +140,14 @@ __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_atte
   const int rows_valid = (tile.q_end - tile.q_begin) * group;
   const int kv_end = c + (tile.q_end - q0);  // keys seen by the tile's last query
   const int n_tiles = (kv_end + kBc - 1) / kBc;
+  // Key tiles [t_begin, t_end) of this CTA: all of them, or its chunk of
+  // whole tiles (possibly empty when the range has fewer tiles than chunks).
+  int t_begin = 0, t_end = n_tiles;
+  if constexpr (kSplitKv) {
+    const int per_split = (n_tiles + static_cast<int>(gridDim.z) - 1) / static_cast<int>(gridDim.z);
+    t_begin = min(static_cast<int>(blockIdx.z) * per_split, n_tiles);
+    t_end = min(t_begin + per_split, n_tiles);
+  }
   const int64_t kv_row = static_cast<int64_t>(num_kv_heads) * kD;
   const int bs = b.block_size;
   const int bs_shift = (bs & (bs - 1)) == 0 ? __ffs(bs) - 1 : -1;
@@ -160,7 +189,7 @@ __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_atte
   };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < n_tiles) load_kv(s, s);
+    if (t_begin + s < t_end) load_kv(t_begin + s, (t_begin + s) % kStages);
     cp_async_commit();
   }
 
@@ -188,15 +217,15 @@ __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_atte
   uint32_t qf[kMT == 1 ? kD / 16 : 1][4];
 
 #pragma unroll 1
-  for (int t = 0; t < n_tiles; ++t) {
+  for (int t = t_begin; t < t_end; ++t) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile t (and Q) landed for all threads; tile t - 1's buffer is free
-    if (t + kStages - 1 < n_tiles) load_kv(t + kStages - 1, (t + kStages - 1) % kStages);
+    if (t + kStages - 1 < t_end) load_kv(t + kStages - 1, (t + kStages - 1) % kStages);
     cp_async_commit();
     const int kt = t * kBc;
     if (!warp_active || kt > lim_warp_max) continue;  // warp-uniform
     if constexpr (kMT == 1) {
-      if (t == 0) {
+      if (t == t_begin) {
 #pragma unroll
         for (int ks = 0; ks < kD / 16; ++ks)
           ldsm_x4(smem_addr(sQ + swz(qrow, 2 * ks + (lane >> 4))), qf[ks][0], qf[ks][1], qf[ks][2], qf[ks][3]);
@@ -253,7 +282,9 @@ __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_atte
       }
     }
     // Online softmax (exp2 domain). Tile 0 holds key 0, which every row sees,
-    // so m is finite from the first processed tile on.
+    // so in the single pass m is finite from the first processed tile on. A
+    // split chunk can start past some rows' last key: they keep m = -inf and
+    // must add nothing, so they subtract 0 instead (exp2(-inf - -inf) = NaN).
     float corrs[kMT][2];
     bool all_one = true;
 #pragma unroll
@@ -266,13 +297,14 @@ __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_atte
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         const float mn = fmaxf(m[mt][h], mx * scale_log2);
-        const float corr = fast_exp2(m[mt][h] - mn);
+        const float base = (kSplitKv && mn == -INFINITY) ? 0.f : mn;
+        const float corr = fast_exp2(m[mt][h] - base);
         m[mt][h] = mn;
         float sum = 0.f;
 #pragma unroll
         for (int nb = 0; nb < kBc / 8; ++nb) {
-          s[mt][nb][2 * h] = fast_exp2(fmaf(s[mt][nb][2 * h], scale_log2, -mn));
-          s[mt][nb][2 * h + 1] = fast_exp2(fmaf(s[mt][nb][2 * h + 1], scale_log2, -mn));
+          s[mt][nb][2 * h] = fast_exp2(fmaf(s[mt][nb][2 * h], scale_log2, -base));
+          s[mt][nb][2 * h + 1] = fast_exp2(fmaf(s[mt][nb][2 * h + 1], scale_log2, -base));
           sum += s[mt][nb][2 * h] + s[mt][nb][2 * h + 1];
         }
         l[mt][h] = l[mt][h] * corr + sum;
@@ -331,40 +363,129 @@ __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_atte
       if (r >= rows_valid) continue;
       const int64_t tok = tile.q_begin + r / group;
       const int head = kvh * group + r % group;
-      const float inv = 1.f / sum;
-      bf16* op = out + (tok * num_q_heads + head) * kD + 2 * tq;
+      if constexpr (kSplitKv) {
+        // Unnormalised: the merge rescales each split by its own max.
+        const int64_t rows = static_cast<int64_t>(b.num_tokens) * num_q_heads;
+        const int64_t prow = static_cast<int64_t>(blockIdx.z) * rows + tok * num_q_heads + head;
+        float* op = b.kv_split.workspace + prow * kD + 2 * tq;
 #pragma unroll
-      for (int d = 0; d < kD / 8; ++d) {
-        *reinterpret_cast<__nv_bfloat162*>(op + d * 8) =
-            __floats2bfloat162_rn(o[mt][d][2 * h] * inv, o[mt][d][2 * h + 1] * inv);
+        for (int d = 0; d < kD / 8; ++d)
+          *reinterpret_cast<float2*>(op + d * 8) = make_float2(o[mt][d][2 * h], o[mt][d][2 * h + 1]);
+        if (tq == 0) split_stats(b.kv_split.workspace, b.kv_split.splits, rows)[prow] = make_float2(m[mt][h], sum);
+      } else {
+        const float inv = 1.f / sum;
+        bf16* op = out + (tok * num_q_heads + head) * kD + 2 * tq;
+#pragma unroll
+        for (int d = 0; d < kD / 8; ++d) {
+          *reinterpret_cast<__nv_bfloat162*>(op + d * 8) =
+              __floats2bfloat162_rn(o[mt][d][2 * h] * inv, o[mt][d][2 * h + 1] * inv);
+        }
       }
     }
   }
 }
 
+// Merges the split partials of every (token, query head) row: one warp per
+// row, 4 output dims per lane. out = sum_s w_s O_s / sum_s w_s l_s with
+// w_s = exp2(m_s - max_s m_s). Every split stored every row (a split that saw
+// none of a row's keys stored O = 0, m = -inf, l = 0: w = 0), so the sums need
+// no branch; key 0 is seen by every row, so the max is finite.
+__global__ __launch_bounds__(128) void combine_kv_splits_kernel(const float* __restrict__ ws, int splits,
+                                                                 int64_t rows, bf16* __restrict__ out) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * 4 + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const int dim = (threadIdx.x & 31) * 4;
+  const float2* stats = split_stats(ws, splits, rows);
+  float m_max = -INFINITY;
+  for (int sp = 0; sp < splits; ++sp) m_max = fmaxf(m_max, stats[sp * rows + row].x);
+  float l_sum = 0.f;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+  for (int sp = 0; sp < splits; ++sp) {
+    const float2 ml = stats[sp * rows + row];
+    const float w = exp2f(ml.x - m_max);
+    const float4 o = *reinterpret_cast<const float4*>(ws + (sp * rows + row) * kD + dim);
+    l_sum = fmaf(w, ml.y, l_sum);
+    acc.x = fmaf(w, o.x, acc.x);
+    acc.y = fmaf(w, o.y, acc.y);
+    acc.z = fmaf(w, o.z, acc.z);
+    acc.w = fmaf(w, o.w, acc.w);
+  }
+  const float inv = 1.f / l_sum;
+  __nv_bfloat162* op = reinterpret_cast<__nv_bfloat162*>(out + row * kD + dim);
+  op[0] = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
+  op[1] = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
+}
+
 namespace {
-template <int kStages, int kMT, int kBc>
-void launch_k2_variant(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
-                       const bf16* k_cache, const bf16* v_cache, float scale_log2, bf16* out, cudaStream_t st) {
-  constexpr int kThreads = kBr / (16 * kMT) * 32;
+// The configuration launched: 2 stages, 2 m16 tiles per warp (4 warps),
+// 64-key tiles, the fastest of the variants measured on the H100
+// (gpu/bench/RESULTS.md).
+constexpr int kStagesUsed = 2, kMTUsed = 2, kBcUsed = kAttnKeysPerTileK2;
+constexpr int kThreadsUsed = kBr / (16 * kMTUsed) * 32;
+constexpr size_t kSmemUsed = smem_bytes(kStagesUsed, kBcUsed);
+
+template <bool kSplitKv>
+auto* k2_kernel() {
+  auto* kernel = paged_prefill_attention_tc_kernel<kStagesUsed, kMTUsed, kBcUsed, kSplitKv>;
+  // Once per variant: more than 48 KB of dynamic shared memory needs opting in.
   static const cudaError_t attr =
-      cudaFuncSetAttribute(paged_prefill_attention_tc_kernel<kStages, kMT, kBc>,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes(kStages, kBc)));
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemUsed));
   PFX_CUDA(attr);
-  const dim3 grid(static_cast<unsigned>(num_kv_heads), static_cast<unsigned>(b.num_tiles));
-  paged_prefill_attention_tc_kernel<kStages, kMT, kBc><<<grid, kThreads, smem_bytes(kStages, kBc), st>>>(
-      b, num_q_heads, num_kv_heads, q, q_stride, k_cache, v_cache, scale_log2, out);
+  return kernel;
+}
+
+template <bool kSplitKv>
+void launch_k2(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
+               const bf16* k_cache, const bf16* v_cache, float scale_log2, bf16* out, cudaStream_t st) {
+  const dim3 grid(static_cast<unsigned>(num_kv_heads), static_cast<unsigned>(b.num_tiles),
+                  static_cast<unsigned>(kSplitKv ? b.kv_split.splits : 1));
+  auto* kernel = k2_kernel<kSplitKv>();
+  kernel<<<grid, kThreadsUsed, kSmemUsed, st>>>(b, num_q_heads, num_kv_heads, q, q_stride, k_cache, v_cache,
+                                                scale_log2, out);
+}
+
+void launch_combine(const DevBatch& b, int num_q_heads, bf16* out, cudaStream_t st) {
+  const int64_t rows = static_cast<int64_t>(b.num_tokens) * num_q_heads;
+  const unsigned blocks = static_cast<unsigned>((rows + 3) / 4);
+  combine_kv_splits_kernel<<<blocks, 128, 0, st>>>(b.kv_split.workspace, b.kv_split.splits, rows, out);
+}
+
+// CTAs of K2 resident at once on the current device: SMs x CTAs per SM.
+int k2_cta_slots() {
+  static const int slots = [] {
+    int dev = 0, sms = 0, per_sm = 0;
+    PFX_CUDA(cudaGetDevice(&dev));
+    PFX_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    PFX_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k2_kernel<true>(), kThreadsUsed, kSmemUsed));
+    return sms * std::max(per_sm, 1);
+  }();
+  return slots;
 }
 }  // namespace
+
+int k2_kv_splits(const DevBatch& b, int num_kv_heads) {
+  const int64_t key_tiles = (b.max_kv_end + kBcUsed - 1) / kBcUsed;
+  return choose_kv_splits(static_cast<int64_t>(num_kv_heads) * b.num_tiles, key_tiles, k2_cta_slots());
+}
+
+size_t k2_split_workspace_floats(int splits, int num_tokens, int num_q_heads) {
+  return static_cast<size_t>(splits) * static_cast<size_t>(num_tokens) * static_cast<size_t>(num_q_heads) * (kD + 2);
+}
 
 void launch_attention_k2(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
                          const bf16* k_cache, const bf16* v_cache, float scale_log2, bf16* out, cudaStream_t st) {
   if (b.num_tiles == 0) return;
   if (b.tile_rows != kBr) throw InternalError("attention K2: the tile plan is not for 128-row tiles");
   if (b.num_tiles > 65535) throw InternalError("attention K2: more than 65535 query tiles in one step");
-  // 2 stages, 2 m16 tiles per warp (4 warps), 64-key tiles: the fastest of the
-  // variants measured on the H100 (gpu/bench/RESULTS.md).
-  launch_k2_variant<2, 2, 64>(b, num_q_heads, num_kv_heads, q, q_stride, k_cache, v_cache, scale_log2, out, st);
+  if (b.kv_split.splits <= 1) {
+    launch_k2<false>(b, num_q_heads, num_kv_heads, q, q_stride, k_cache, v_cache, scale_log2, out, st);
+  } else {
+    if (b.kv_split.workspace == nullptr || b.kv_split.q_heads != num_q_heads)
+      throw InternalError("attention K2: the split-KV workspace was planned for another number of query heads");
+    launch_k2<true>(b, num_q_heads, num_kv_heads, q, q_stride, k_cache, v_cache, scale_log2, out, st);
+    launch_combine(b, num_q_heads, out, st);
+  }
   PFX_CUDA(cudaGetLastError());
 }
 

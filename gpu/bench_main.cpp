@@ -1,14 +1,16 @@
 // prefixsim-gpu-bench: the measurement half of `prefixsim gpu bench`
 // (issue 6, item 8). Paged-attention TFLOP/s and GB/s over a grid of
-// (new tokens n, cached tokens c, batch), then full-prefill time of the
+// (new tokens n, cached tokens c, batch; decode-like rows with n = 1 or 32
+// over long contexts show K2's split-KV, beside attn_k2_1pass rows timing
+// the same steps single-pass), then full-prefill time of the
 // random-weight model per (n, c). Medians of --reps runs, L2 flushed before
 // each. Rows for both attention kernels (attn_k1: CUDA cores, attn_k2:
 // tensor cores), then the model rows with the default kernel (K2). Run on an
 // H100 on 2026-11-22 (gpu/bench/RESULTS.md), after test_gpu_kernels passed
 // there; run that test first on any new build: numbers from an unverified
 // kernel mean nothing. --calibrate FILE times the calibration grid
-// (calibration_grid.h) for `prefixsim gpu calibrate --samples FILE`; that
-// mode has not yet run on a GPU.
+// (calibration_grid.h) for `prefixsim gpu calibrate --samples FILE` (run on
+// an H100 on 2026-11-22).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,18 +144,27 @@ int main(int argc, char** argv) {
     if (!calibrate_path.empty()) return calibrate(*s, bs, reps, dev, host, calibrate_path);
     std::printf("# device %s (sm_%d%d), model %s, block size %d, median of %d\n", dev.name.c_str(), dev.cc_major,
                 dev.cc_minor, model.c_str(), bs, reps);
-    std::printf("kernel,n,c,batch,ms,tflops,gbps\n");
+    // kv_splits: K2's split-KV chunks per tile (1 = single pass). Where K2
+    // splits, an attn_k2_1pass row times the same step forced single-pass.
+    std::printf("kernel,n,c,batch,ms,tflops,gbps,kv_splits\n");
     const ref::AttnDims d{s->heads, s->kv_heads, s->head_dim};
-    const int64_t grid[][3] = {{512, 0, 1},    {2048, 0, 1},   {4096, 0, 1},    {4096, 4096, 1},
-                               {1024, 8192, 1}, {512, 4096, 8}, {128, 8192, 16}, {2048, 2048, 4}};
+    // Prefill rows, then decode-like rows (one or few new tokens over long
+    // contexts: the grid without split-KV has a handful of CTAs).
+    const int64_t grid[][3] = {{512, 0, 1},   {2048, 0, 1},   {4096, 0, 1},    {4096, 4096, 1}, {1024, 8192, 1},
+                               {512, 4096, 8}, {128, 8192, 16}, {2048, 2048, 4}, {1, 8192, 1},    {1, 2048, 8},
+                               {1, 8192, 8},   {1, 4096, 32},   {32, 16384, 1},  {32, 2048, 1}};
+    auto print_row = [](const char* name, const int64_t (&g)[3], const cuda::AttnTiming& t) {
+      std::printf("%s,%lld,%lld,%lld,%.4f,%.2f,%.1f,%d\n", name, static_cast<long long>(g[0]),
+                  static_cast<long long>(g[1]), static_cast<long long>(g[2]), t.ms, t.tflops, t.gbps, t.kv_splits);
+    };
     for (const cuda::AttnKernel k : kernels) {
       for (const auto& g : grid) {
         std::vector<std::vector<BlockId>> tables;
         int64_t blocks = 0;
         const PagedBatch pb = make_step(g[0], g[1], g[2], bs, tables, blocks);
         const cuda::AttnTiming t = cuda::bench_attention(pb, d, blocks, reps, k);
-        std::printf("%s,%lld,%lld,%lld,%.4f,%.2f,%.1f\n", cuda::attn_kernel_name(k), static_cast<long long>(g[0]),
-                    static_cast<long long>(g[1]), static_cast<long long>(g[2]), t.ms, t.tflops, t.gbps);
+        print_row(cuda::attn_kernel_name(k), g, t);
+        if (t.kv_splits > 1) print_row("attn_k2_1pass", g, cuda::bench_attention(pb, d, blocks, reps, k, 1));
       }
     }
     if (!with_model) return 0;

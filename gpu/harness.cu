@@ -58,8 +58,9 @@ void DevBatchBuf::upload(const PagedBatch& pb, int group, cudaStream_t st, AttnK
   if (group < 1 || kAttnRows % group != 0)
     throw InternalError("attention: query heads per KV head must divide " + std::to_string(kAttnRows));
   const int rows = attn_tile_rows(kernel);
+  const std::vector<AttnTile> plan = plan_attention_tiles(pb, rows / group);
   std::vector<AttnTileDev> tiles;
-  for (const AttnTile& t : plan_attention_tiles(pb, rows / group)) tiles.push_back({t.seq, t.q_begin, t.q_end});
+  for (const AttnTile& t : plan) tiles.push_back({t.seq, t.q_begin, t.q_end});
   staging_.clear();
   const size_t o_qo = pack(staging_, pb.qo_indptr), o_kvp = pack(staging_, pb.kv_indptr);
   const size_t o_idx = pack(staging_, pb.kv_indices), o_len = pack(staging_, pb.kv_len);
@@ -74,7 +75,18 @@ void DevBatchBuf::upload(const PagedBatch& pb, int group, cudaStream_t st, AttnK
            reinterpret_cast<const int32_t*>(d + o_idx), reinterpret_cast<const int32_t*>(d + o_len),
            reinterpret_cast<const int32_t*>(d + o_pos), reinterpret_cast<const int64_t*>(d + o_slot),
            reinterpret_cast<const AttnTileDev*>(d + o_tiles), static_cast<int32_t>(tiles.size()),
-           static_cast<int32_t>(pb.num_tokens()), pb.block_size, rows};
+           static_cast<int32_t>(pb.num_tokens()), pb.block_size, rows, max_tile_kv_end(pb, plan), KvSplitDev{}};
+}
+
+void DevBatchBuf::plan_kv_splits(int num_q_heads, int num_kv_heads, int forced_splits) {
+  view_.kv_split = KvSplitDev{};
+  if (view_.tile_rows != kAttnRowsK2 || view_.num_tiles == 0) return;
+  if (forced_splits > kMaxKvSplits)
+    throw InternalError("attention K2: at most " + std::to_string(kMaxKvSplits) + " KV splits can be forced");
+  const int splits = forced_splits > 0 ? forced_splits : k2_kv_splits(view_, num_kv_heads);
+  if (splits == 1) return;
+  split_ws_.resize(k2_split_workspace_floats(splits, view_.num_tokens, num_q_heads));
+  view_.kv_split = KvSplitDev{splits, num_q_heads, split_ws_.get()};
 }
 
 namespace {
@@ -121,7 +133,7 @@ void check_attn_dims(const ref::AttnDims& d, int64_t q_stride) {
 
 void paged_prefill_attention(const PagedBatch& pb, const ref::AttnDims& d, const uint16_t* q, int64_t q_stride,
                              const uint16_t* k_cache, const uint16_t* v_cache, int64_t cache_elems, float scale,
-                             uint16_t* out, AttnKernel kernel) {
+                             uint16_t* out, AttnKernel kernel, int kv_splits) {
   check_attn_dims(d, q_stride);
   const size_t out_n = static_cast<size_t>(pb.num_tokens() * d.num_q_heads * d.head_dim);
   auto qd = to_dev(q, rows_span(pb.num_tokens(), q_stride, d.num_q_heads * d.head_dim));
@@ -129,6 +141,7 @@ void paged_prefill_attention(const PagedBatch& pb, const ref::AttnDims& d, const
   auto od = to_dev(out, out_n);  // keeps the caller's marker where nothing is written
   DevBatchBuf db;
   db.upload(pb, static_cast<int>(d.num_q_heads / d.num_kv_heads), nullptr, kernel);
+  db.plan_kv_splits(static_cast<int>(d.num_q_heads), static_cast<int>(d.num_kv_heads), kv_splits);
   launch_attention(db.view(), static_cast<int>(d.num_q_heads), static_cast<int>(d.num_kv_heads), as_bf16(qd),
                    q_stride, as_bf16(kc), as_bf16(vc), scale, as_bf16_mut(od), nullptr, kernel);
   PFX_CUDA(cudaDeviceSynchronize());
@@ -162,8 +175,15 @@ void silu_mul(const uint16_t* gu, uint16_t* out, int64_t rows, int64_t inter) {
   to_host(out, od, static_cast<size_t>(rows * inter));
 }
 
+int attention_kv_splits(const PagedBatch& pb, const ref::AttnDims& d) {
+  check_attn_dims(d, d.num_q_heads * d.head_dim);
+  DevBatchBuf db;
+  db.upload(pb, static_cast<int>(d.num_q_heads / d.num_kv_heads), nullptr, AttnKernel::k2);
+  return db.view().num_tiles == 0 ? 1 : k2_kv_splits(db.view(), static_cast<int>(d.num_kv_heads));
+}
+
 AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t num_blocks, int reps,
-                           AttnKernel kernel) {
+                           AttnKernel kernel, int kv_splits) {
   const int64_t qs = d.num_q_heads * d.head_dim;
   check_attn_dims(d, qs);
   const int64_t cache_elems = num_blocks * pb.block_size * d.num_kv_heads * d.head_dim;
@@ -175,6 +195,7 @@ AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t
   launch_fill(vc.get(), cache_elems, 3, 1.f, 0.f, nullptr);
   DevBatchBuf db;
   db.upload(pb, static_cast<int>(d.num_q_heads / d.num_kv_heads), nullptr, kernel);
+  db.plan_kv_splits(static_cast<int>(d.num_q_heads), static_cast<int>(d.num_kv_heads), kv_splits);
   const size_t flush_bytes = 256u << 20;  // > H100/H200 L2 (50/60 MB)
   DevBuf<char> flush(flush_bytes);
   cudaEvent_t e0, e1;
@@ -198,6 +219,7 @@ AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t
   std::sort(ms.begin(), ms.end());
   AttnTiming r;
   r.ms = ms.empty() ? 0 : ms[ms.size() / 2];
+  r.kv_splits = db.view().kv_split.splits;
   double flops = 0, bytes = 0;
   for (int64_t b = 0; b < pb.num_seqs(); ++b) {
     const double n = pb.qo_indptr[b + 1] - pb.qo_indptr[b], c = pb.kv_len[b] - n;

@@ -27,10 +27,21 @@ void check(cudaError_t e, const char* what);
 inline constexpr int kAttnRows = 64;
 inline constexpr int kAttnRowsK2 = 128;
 inline constexpr int kAttnHeadDim = 128;
+inline constexpr int kAttnKeysPerTileK2 = 64;  // split-KV chunks are whole tiles of these
 inline constexpr int attn_tile_rows(AttnKernel k) { return k == AttnKernel::k1 ? kAttnRows : kAttnRowsK2; }
 
 struct AttnTileDev {
   int32_t seq, q_begin, q_end;
+};
+
+// K2's split-KV plan of a step (DevBatchBuf::plan_kv_splits): every tile's
+// key range cut into `splits` chunks of whole key tiles, one CTA each, whose
+// unnormalised fp32 partials go to `workspace` and are merged by a second
+// kernel (attention_tc.cu). splits = 1: the single pass, no workspace.
+struct KvSplitDev {
+  int32_t splits = 1;
+  int32_t q_heads = 0;  // the workspace holds rows of this many query heads
+  float* workspace = nullptr;
 };
 
 // The step's flattened block tables on the device (see PagedBatch).
@@ -46,6 +57,8 @@ struct DevBatch {
   int32_t num_tokens;
   int32_t block_size;
   int32_t tile_rows;  // query rows per tile of the plan: attn_tile_rows() of the kernel it was made for
+  int32_t max_kv_end;  // max_tile_kv_end() of the plan (host side: the split-KV choice)
+  KvSplitDev kv_split;
 };
 
 // A device allocation of n elements of T (no copy, no init).
@@ -81,11 +94,17 @@ class DevBuf {
 // (tiles of attn_tile_rows(kernel) / group tokens), packed in one allocation.
 class DevBatchBuf {
  public:
+  // Leaves the plan single-pass (kv_split.splits = 1).
   void upload(const PagedBatch& pb, int group, cudaStream_t st, AttnKernel kernel = kDefaultAttnKernel);
+  // K2 plans: splits each tile's keys as k2_kv_splits() chooses (or into
+  // forced_splits chunks when > 0) and grows the split workspace to fit, so
+  // that the launches of the step allocate nothing. K1 plans stay single-pass.
+  void plan_kv_splits(int num_q_heads, int num_kv_heads, int forced_splits = 0);
   const DevBatch& view() const { return view_; }
 
  private:
   DevBuf<char> buf_;
+  DevBuf<float> split_ws_;  // grows only, reused across steps
   std::vector<char> staging_;
   DevBatch view_{};
 };
@@ -97,9 +116,16 @@ void launch_write_kv(const DevBatch& b, int kv_row, const bf16* k_src, const bf1
 void launch_attention(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
                       const bf16* k_cache, const bf16* v_cache, float scale, bf16* out, cudaStream_t st,
                       AttnKernel kernel = kDefaultAttnKernel);
-// K2 alone (attention_tc.cu); scale_log2 = softmax scale * log2(e).
+// K2 alone (attention_tc.cu); scale_log2 = softmax scale * log2(e). Runs
+// split-KV (two kernels) when b.kv_split.splits > 1.
 void launch_attention_k2(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
                          const bf16* k_cache, const bf16* v_cache, float scale_log2, bf16* out, cudaStream_t st);
+// K2's automatic split count for a plan on the current device
+// (choose_kv_splits over its resident-CTA slots), and the fp32 workspace the
+// split path needs: per split and (token, query head) row, 128 partial
+// outputs plus the row's max and sum.
+int k2_kv_splits(const DevBatch& b, int num_kv_heads);
+size_t k2_split_workspace_floats(int splits, int num_tokens, int num_q_heads);
 void launch_rope(bf16* x, int rows, int64_t stride, int num_heads, int head_dim, const int32_t* positions,
                  const float* inv_freq, cudaStream_t st);
 void launch_rmsnorm(const bf16* x, const bf16* w, bf16* y, int rows, int n, float eps, cudaStream_t st);

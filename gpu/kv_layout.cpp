@@ -77,4 +77,47 @@ std::vector<AttnTile> plan_attention_tiles(const PagedBatch& pb, int32_t q_per_t
   return tiles;
 }
 
+int32_t max_tile_kv_end(const PagedBatch& pb, const std::vector<AttnTile>& tiles) {
+  int32_t most = 0;
+  for (const AttnTile& t : tiles) {
+    const int32_t q0 = pb.qo_indptr[static_cast<size_t>(t.seq)];
+    const int32_t cached = pb.kv_len[static_cast<size_t>(t.seq)] - (pb.qo_indptr[static_cast<size_t>(t.seq) + 1] - q0);
+    most = std::max(most, cached + (t.q_end - q0));
+  }
+  return most;
+}
+
+namespace {
+// The wave model, in units of one CTA walking one key tile: CTAs run in waves
+// of cta_slots and a wave lasts as long as its longest CTA.
+constexpr int64_t kCtaOverheadTiles = 1;  // Q load, pipeline fill and output store of one CTA
+constexpr int64_t kMergeTiles = 3;        // the merge kernel: its launch and the fp32 partials' round trip
+constexpr double kMinGain = 0.8;          // split only for a predicted saving of 20 % or more
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t predicted_launch_tiles(int64_t ctas, int64_t max_kv_tiles, int64_t cta_slots, int64_t splits) {
+  const int64_t waves = ceil_div(ctas * splits, cta_slots);
+  const int64_t longest_cta = ceil_div(max_kv_tiles, splits) + kCtaOverheadTiles;
+  return waves * longest_cta + (splits > 1 ? kMergeTiles : 0);
+}
+}  // namespace
+
+int32_t choose_kv_splits(int64_t ctas, int64_t max_kv_tiles, int64_t cta_slots) {
+  if (ctas <= 0 || cta_slots <= 0 || ctas >= cta_slots) return 1;  // the grid already fills every slot
+  // Chunks shorter than kMinKvTilesPerSplit spend more on their prologue and
+  // partial store than on keys.
+  const int64_t max_splits = std::min<int64_t>(kMaxKvSplits, max_kv_tiles / kMinKvTilesPerSplit);
+  const int64_t unsplit = predicted_launch_tiles(ctas, max_kv_tiles, cta_slots, 1);
+  int64_t best = 1, best_tiles = unsplit;
+  for (int64_t s = 2; s <= max_splits; ++s) {
+    const int64_t tiles = predicted_launch_tiles(ctas, max_kv_tiles, cta_slots, s);
+    if (tiles < best_tiles) {  // strict: the fewest splits among equals (less to merge)
+      best = s;
+      best_tiles = tiles;
+    }
+  }
+  return static_cast<double>(best_tiles) <= kMinGain * static_cast<double>(unsplit) ? static_cast<int32_t>(best) : 1;
+}
+
 }  // namespace prefixsim::gpu

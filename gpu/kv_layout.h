@@ -76,4 +76,19 @@ struct AttnTile {
 };
 std::vector<AttnTile> plan_attention_tiles(const PagedBatch& pb, int32_t q_per_tile);
 
+// Keys seen by the last query of the tile that sees the most (causal, bottom
+// right): the longest key range any CTA of the plan walks. 0 for no tiles.
+int32_t max_tile_kv_end(const PagedBatch& pb, const std::vector<AttnTile>& tiles);
+
+// Split-KV (flash-decoding) choice for an attention launch of `ctas` CTAs
+// (KV heads x query tiles) whose longest tile reads `max_kv_tiles` key tiles,
+// on a GPU holding `cta_slots` CTAs at once: into how many chunks of whole key
+// tiles each tile's key range is cut (1 = single pass, no merge). Decode and
+// short queries over long contexts give a few CTAs each walking the whole
+// context while most SMs idle; splitting trades that for a merge of fp32
+// partials. Chosen by a wave model of the launch (kv_layout.cpp).
+int32_t choose_kv_splits(int64_t ctas, int64_t max_kv_tiles, int64_t cta_slots);
+inline constexpr int32_t kMinKvTilesPerSplit = 4;  // 256 keys of K2's 64-key tiles
+inline constexpr int32_t kMaxKvSplits = 64;
+
 }  // namespace prefixsim::gpu

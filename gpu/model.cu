@@ -156,6 +156,7 @@ struct Model::Impl {
     gu.resize(T * 2 * s.intermediate);
     act.resize(T * s.intermediate);
     batch.upload(pb, static_cast<int>(s.heads / s.kv_heads), nullptr);
+    batch.plan_kv_splits(static_cast<int>(s.heads), static_cast<int>(s.kv_heads));  // workspace grown here, not per layer
   }
 };
 

@@ -1,8 +1,8 @@
 // GPU kernels of gpu/ against their fp32 CPU references (suite 'gpu').
 // The process exits 77 (meson's "skipped") when there is no usable CUDA
 // device, so CI stays green on CPU-only machines. Run on an H100 on
-// 2026-11-22: all 7 test cases pass, both attention kernels (K1, K2)
-// included (gpu/bench/RESULTS.md). Any change to a kernel needs a new run
+// 2026-11-22: all 10 test cases pass, both attention kernels (K1, K2) and
+// K2's split-KV included (gpu/bench/RESULTS.md). Any change to a kernel needs a new run
 // on a GPU: CI cannot run these.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -13,6 +13,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -107,22 +108,57 @@ AttnCase make_case(const std::vector<Req>& reqs, const ref::AttnDims& d, int32_t
   return c;
 }
 
-// Both attention kernels (K1 on CUDA cores, K2 on tensor cores) against one
-// fp32 reference; each output buffer starts NaN-poisoned.
-void check_attention(const std::vector<Req>& reqs, const ref::AttnDims& d, int32_t bs, uint32_t seed) {
-  const AttnCase c = make_case(reqs, d, bs, seed);
+float softmax_scale(const ref::AttnDims& d) { return 1.f / std::sqrt(static_cast<float>(d.head_dim)); }
+
+std::vector<float> reference_attention(const AttnCase& c, const ref::AttnDims& d) {
   const int64_t qs = d.num_q_heads * d.head_dim;
-  const float scale = 1.f / std::sqrt(static_cast<float>(d.head_dim));
   const auto qf = to_f32(c.q), kf = to_f32(c.k_cache), vf = to_f32(c.v_cache);
   std::vector<float> want(static_cast<size_t>(c.step.num_tokens() * qs));
-  ref::paged_prefill_attention(c.step, d, qf.data(), qs, kf.data(), vf.data(), scale, want.data());
+  ref::paged_prefill_attention(c.step, d, qf.data(), qs, kf.data(), vf.data(), softmax_scale(d), want.data());
+  return want;
+}
+
+// One GPU attention run (kv_splits as cuda::paged_prefill_attention takes
+// it) against the reference, the output buffer NaN-poisoned first.
+void check_gpu_attention(const AttnCase& c, const ref::AttnDims& d, const std::vector<float>& want,
+                         cuda::AttnKernel k, int kv_splits) {
+  std::vector<uint16_t> out(want.size(), kMarker);
+  cuda::paged_prefill_attention(c.step, d, c.q.data(), d.num_q_heads * d.head_dim, c.k_cache.data(),
+                                c.v_cache.data(), c.cache_elems, softmax_scale(d), out.data(), k, kv_splits);
+  require_close(out, want, 4e-3f, 8e-3f);
+}
+
+// Both attention kernels (K1 on CUDA cores, K2 on tensor cores, with its
+// automatic split-KV choice) against one fp32 reference.
+void check_attention(const std::vector<Req>& reqs, const ref::AttnDims& d, int32_t bs, uint32_t seed) {
+  const AttnCase c = make_case(reqs, d, bs, seed);
+  const std::vector<float> want = reference_attention(c, d);
   for (const cuda::AttnKernel k : {cuda::AttnKernel::k1, cuda::AttnKernel::k2}) {
     INFO("kernel " << cuda::attn_kernel_name(k));
-    std::vector<uint16_t> out(want.size(), kMarker);
-    cuda::paged_prefill_attention(c.step, d, c.q.data(), qs, c.k_cache.data(), c.v_cache.data(), c.cache_elems, scale,
-                                  out.data(), k);
-    require_close(out, want, 4e-3f, 8e-3f);
+    check_gpu_attention(c, d, want, k, 0);
   }
+}
+
+// K2 with each tile's keys split into each of `splits` chunk counts (0: the
+// automatic choice, 1: the single pass) against one fp32 reference.
+void check_k2_kv_splits(const std::vector<Req>& reqs, const ref::AttnDims& d, int32_t bs, uint32_t seed,
+                        const std::vector<int>& splits) {
+  const AttnCase c = make_case(reqs, d, bs, seed);
+  const std::vector<float> want = reference_attention(c, d);
+  for (const int s : splits) {
+    INFO("K2, KV splits " << (s == 0 ? "automatic (" + std::to_string(cuda::attention_kv_splits(c.step, d)) + ")"
+                                     : std::to_string(s)));
+    check_gpu_attention(c, d, want, cuda::AttnKernel::k2, s);
+  }
+}
+
+PagedBatch single_request_step(int64_t cached, int64_t fresh) {
+  const int64_t blocks = (cached + fresh + 15) / 16;
+  std::vector<BlockId> table(static_cast<size_t>(blocks));
+  std::iota(table.begin(), table.end(), 0);
+  Batch b;
+  b.seqs.push_back({fresh, cached, table});
+  return export_paged_batch(b, 16, blocks);
 }
 
 }  // namespace
@@ -179,6 +215,46 @@ TEST_CASE("GPU paged attention (K1 and K2) matches the CPU reference on ragged b
       check_attention(batch, d, bs, seed++);
     }
   }
+}
+
+TEST_CASE("GPU K2 with the KV range split into 2, 3, 16 or 64 chunks, or as it chooses, matches the CPU reference "
+          "for single requests", "[gpu][kernel][attention][split-kv]") {
+  // 64 chunks of (0,1) or (31,33) leave all but one chunk empty; (8192,1) and
+  // (4096,513) end chunks before, across and after rows' last keys.
+  uint32_t seed = 300;
+  for (int32_t bs : {16, 32}) {
+    for (const Req& r : {Req{8192, 1}, Req{31, 33}, Req{4096, 513}, Req{0, 1}, Req{1000, 999}}) {
+      INFO("block size " << bs << ", cached " << r.cached << ", new " << r.fresh);
+      check_k2_kv_splits({r}, ref::AttnDims{8, 2, 128}, bs, seed++, {2, 3, 16, 64, 0});
+    }
+  }
+  INFO("llama-3.1-8b heads: 32 new tokens after 16384 cached, and one decode at 8192");
+  check_k2_kv_splits({Req{16384, 32}}, ref::AttnDims{32, 8, 128}, 16, seed++, {5, 0});
+  check_k2_kv_splits({Req{8192, 1}}, ref::AttnDims{32, 8, 128}, 16, seed++, {0});
+}
+
+TEST_CASE("GPU K2 with the KV range split matches the CPU reference on ragged batches with GQA groups 1..8",
+          "[gpu][kernel][attention][split-kv]") {
+  const std::vector<Req> prefills{{0, 1}, {17, 3}, {64, 64}, {100, 257}, {2000, 40}, {0, 129}};
+  // Decodes over very different contexts: the short ones' later chunks are empty.
+  const std::vector<Req> decodes{{8192, 1}, {0, 1}, {100, 1}, {2000, 1}, {4095, 1}, {31, 33}};
+  uint32_t seed = 400;
+  for (const ref::AttnDims& d : {ref::AttnDims{4, 4, 128}, ref::AttnDims{8, 4, 128}, ref::AttnDims{8, 2, 128},
+                                ref::AttnDims{8, 1, 128}}) {
+    for (const auto* batch : {&prefills, &decodes}) {
+      INFO("heads " << d.num_q_heads << "/" << d.num_kv_heads << (batch == &prefills ? ", prefills" : ", decodes"));
+      check_k2_kv_splits(*batch, d, 16, seed++, {2, 7, 0});
+    }
+  }
+}
+
+TEST_CASE("GPU K2 splits the KV range of a lone decode and keeps a long prefill single-pass",
+          "[gpu][kernel][attention][split-kv]") {
+  const ref::AttnDims llama8b{32, 8, 128};
+  CHECK(cuda::attention_kv_splits(single_request_step(8192, 1), llama8b) > 1);
+  CHECK(cuda::attention_kv_splits(single_request_step(16384, 32), llama8b) > 1);
+  CHECK(cuda::attention_kv_splits(single_request_step(0, 4096), llama8b) == 1);
+  CHECK(cuda::attention_kv_splits(single_request_step(0, 1), llama8b) == 1);
 }
 
 TEST_CASE("GPU RoPE, RMSNorm and SiLU-and-mul match their CPU references", "[gpu][kernel]") {

@@ -109,6 +109,49 @@ TEST_CASE("Attention tiles cover each sequence's new tokens without crossing seq
   CHECK((tiles[3].seq == 2 && tiles[3].q_begin == 5 && tiles[3].q_end == 7));
 }
 
+TEST_CASE("The longest key range of a tile plan is the last query's context in the tile that sees most",
+          "[gpu][layout]") {
+  const std::vector<BlockId> t(8, 1);
+  Batch b;
+  b.seqs.push_back({5, 3, t});  // tiles of 2: keys seen by their last queries 5, 7, 8
+  b.seqs.push_back({0, 4, t});
+  b.seqs.push_back({2, 0, t});  // 2
+  const PagedBatch pb = export_paged_batch(b, 4, 2);
+  CHECK(max_tile_kv_end(pb, plan_attention_tiles(pb, 2)) == 8);
+  CHECK(max_tile_kv_end(pb, {}) == 0);
+}
+
+// The H100 figures: 132 SMs x 2 resident K2 CTAs = 264 slots; llama-3.1-8b
+// has 8 KV heads.
+TEST_CASE("Split-KV splits decode and short queries over long contexts until one wave fills the GPU",
+          "[gpu][layout]") {
+  CHECK(choose_kv_splits(8, 129, 264) == 26);   // one decode at 8192: 8 CTAs -> 208, 5 key tiles each
+  CHECK(choose_kv_splits(8, 257, 264) == 33);   // 32 new tokens after 16384: one full wave of 8 key tiles
+  CHECK(choose_kv_splits(64, 129, 264) == 4);   // 8 decodes at 8192: 256 CTAs
+  CHECK(choose_kv_splits(8, 33, 264) == 7);     // one decode at 2048
+  CHECK(choose_kv_splits(128, 40, 264) == 2);   // 512 new tokens after 2048
+}
+
+TEST_CASE("Split-KV leaves full grids, short contexts and small gains single-pass", "[gpu][layout]") {
+  CHECK(choose_kv_splits(256, 129, 264) == 1);  // 32 decodes at 8192 already fill the slots
+  CHECK(choose_kv_splits(4096, 1, 264) == 1);   // a long prefill
+  CHECK(choose_kv_splits(128, 8, 264) == 1);    // 512 new tokens, nothing cached: 2 splits save < 20 %
+  CHECK(choose_kv_splits(8, 9, 264) == 1);      // one decode at 513: likewise
+  CHECK(choose_kv_splits(8, 7, 264) == 1);      // fewer keys than two minimum chunks
+  CHECK(choose_kv_splits(0, 100, 264) == 1);    // no tiles
+  for (int64_t ctas = 1; ctas <= 300; ctas += 7) {
+    for (int64_t tiles = 1; tiles <= 600; tiles += 13) {
+      const int32_t s = choose_kv_splits(ctas, tiles, 264);
+      INFO("ctas " << ctas << ", key tiles " << tiles << " -> " << s);
+      REQUIRE((s >= 1 && s <= kMaxKvSplits));
+      if (s > 1) {
+        CHECK(ctas < 264);
+        CHECK(tiles / s >= kMinKvTilesPerSplit);  // every chunk keeps the minimum number of key tiles
+      }
+    }
+  }
+}
+
 TEST_CASE("bf16 conversion rounds to nearest even and round-trips every bf16 value", "[gpu][bf16]") {
   CHECK(f32_to_bf16(1.0f) == 0x3f80);
   CHECK(f32_to_bf16(bits_f32(0x3f808000u)) == 0x3f80);  // tie, even stays
