@@ -23,6 +23,7 @@
 #include "gpu/calibration_grid.h"
 #include "gpu/cuda_api.h"
 #include "sim/error.h"
+#include "sim/steps_file.h"
 
 using namespace prefixsim;
 using namespace prefixsim::gpu;
@@ -51,11 +52,11 @@ struct HostFacts {
 // writes them in the prefixsim.calibration-samples/1 format that
 // `prefixsim gpu calibrate --samples` fits. Written to a temporary name,
 // then renamed: no half-written file.
+constexpr int64_t kPoolTokens = 320000;  // llama-3.1-8b: 40 GB of KV beside 16 GB of weights
+
 int calibrate(const ModelShape& s, int32_t bs, int reps, const cuda::DeviceInfo& dev, const HostFacts& host,
-              const std::string& path) {
-  constexpr int64_t kPoolTokens = 320000;  // llama-3.1-8b: 40 GB of KV beside 16 GB of weights
+              const std::string& path, const std::vector<CalibrationStep>& grid, const std::string& what) {
   const int64_t num_blocks = kPoolTokens / bs;
-  const std::vector<CalibrationStep> grid = calibration_grid(kPoolTokens);
   cuda::Model m(s, num_blocks, bs, 42);
   char date[32];
   const std::time_t now = std::time(nullptr);
@@ -75,7 +76,7 @@ int calibrate(const ModelShape& s, int32_t bs, int reps, const cuda::DeviceInfo&
       << "# date: " << date << "\n"
       << "# runner: prefixsim-gpu-bench --calibrate: random-weight " << s.name << " forward (cuBLASLt GEMMs, "
       << cuda::attn_kernel_name(cuda::kDefaultAttnKernel) << " paged attention, no CUDA graphs, no lm_head or "
-      << "sampling), device time, median of " << reps << ", L2 flushed\n"
+      << "sampling), device time, median of " << reps << ", L2 flushed; " << what << "\n"
       << "kind,seqs,new_tokens,attn_units,context_tokens,ms\n";
   for (const CalibrationStep& step : grid) {
     std::vector<std::vector<BlockId>> tables;
@@ -96,6 +97,35 @@ int calibrate(const ModelShape& s, int32_t bs, int reps, const cuda::DeviceInfo&
   }
   return 0;
 }
+// The kind a calibration sample gets from its shape: the fit's per-kind
+// errors then read the same for grid and replayed steps.
+std::string kind_of(const std::vector<std::pair<int64_t, int64_t>>& seqs) {
+  bool decode = false, prefill = false;
+  for (const auto& [n, c] : seqs) (n == 1 ? decode : prefill) = true;
+  return decode && prefill ? "mixed" : decode ? "decode" : "prefill";
+}
+
+// Up to max_steps of the file's steps, evenly spaced (deterministic), that
+// fit the runner's pool; how many did not fit is said, not hidden.
+std::vector<CalibrationStep> replayed_steps(const StepsFile& f, size_t max_steps, std::string& what) {
+  std::vector<CalibrationStep> fit;
+  size_t too_big = 0;
+  for (const StepShape& st : f.steps) {
+    CalibrationStep c{kind_of(st.seqs), st.seqs};
+    if (c.pool_tokens() > kPoolTokens - 2 * f.block_size * static_cast<int64_t>(st.seqs.size()))
+      ++too_big;
+    else
+      fit.push_back(std::move(c));
+  }
+  std::vector<CalibrationStep> out;
+  const size_t take = std::min(max_steps, fit.size());
+  for (size_t i = 0; i < take; ++i) out.push_back(fit[i * fit.size() / take]);
+  what = "engine steps from a replay (" + f.source + "): " + std::to_string(out.size()) + " of " +
+         std::to_string(f.steps.size()) + " timed, " + std::to_string(too_big) + " left out for needing more than " +
+         std::to_string(kPoolTokens) + " tokens of KV";
+  std::fprintf(stderr, "prefixsim-gpu-bench: %s\n", what.c_str());
+  return out;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,7 +133,8 @@ int main(int argc, char** argv) {
   int32_t bs = 16;
   int reps = 10;
   bool with_model = true;
-  std::string calibrate_path;
+  std::string calibrate_path, steps_path;
+  size_t max_steps = 300;
   HostFacts host;
   std::vector<cuda::AttnKernel> kernels{cuda::AttnKernel::k1, cuda::AttnKernel::k2};
   for (int i = 1; i < argc; ++i) {
@@ -117,6 +148,8 @@ int main(int argc, char** argv) {
       ++i;
     }
     else if (has_value && !std::strcmp(argv[i], "--calibrate")) calibrate_path = argv[++i];
+    else if (has_value && !std::strcmp(argv[i], "--time-steps")) steps_path = argv[++i];
+    else if (has_value && !std::strcmp(argv[i], "--max-steps")) max_steps = static_cast<size_t>(std::atol(argv[++i]));
     else if (has_value && !std::strcmp(argv[i], "--gpu-driver")) host.driver = argv[++i];
     else if (has_value && !std::strcmp(argv[i], "--sm-clock-mhz")) host.sm_clock_mhz = argv[++i];
     else if (has_value && !std::strcmp(argv[i], "--mem-clock-mhz")) host.mem_clock_mhz = argv[++i];
@@ -125,7 +158,7 @@ int main(int argc, char** argv) {
     else if (has_value && !std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "usage: %s [--model NAME] [--block-size 16|32|64] [--reps N] [--attn k1|k2] [--no-model]\n"
-                           "       %s --calibrate SAMPLES.csv [--model NAME] [--block-size B] [--reps N]\n"
+                           "       %s --calibrate SAMPLES.csv [--time-steps STEPS.csv [--max-steps N]] [--model NAME] [--block-size B] [--reps N]\n"
                            "          [--gpu-driver V] [--sm-clock-mhz F] [--mem-clock-mhz F]\n", argv[0], argv[0]);
       return 2;
     }
@@ -141,7 +174,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (!calibrate_path.empty()) return calibrate(*s, bs, reps, dev, host, calibrate_path);
+    if (!calibrate_path.empty() && steps_path.empty())
+      return calibrate(*s, bs, reps, dev, host, calibrate_path, calibration_grid(kPoolTokens), "the calibration grid");
+    if (!calibrate_path.empty()) {
+      // The steps say which model and block size they were scheduled for.
+      const StepsFile f = read_steps_file(steps_path);
+      const std::string shape = f.tp == 1 ? f.model : f.model + "-tp" + std::to_string(f.tp);
+      const ModelShape* fs = find_model_shape(shape);
+      if (!fs) throw InputError(steps_path + ": no GPU model shape for " + f.model + " at TP " + std::to_string(f.tp));
+      if (f.block_size != 16 && f.block_size != 32 && f.block_size != 64)
+        throw InputError(steps_path + ": block size " + std::to_string(f.block_size) + " (the kernels take 16, 32, 64)");
+      std::string what;
+      const std::vector<CalibrationStep> steps = replayed_steps(f, max_steps, what);
+      return calibrate(*fs, f.block_size, reps, dev, host, calibrate_path, steps, what);
+    }
+    if (!steps_path.empty()) throw InputError("--time-steps needs --calibrate OUT.csv (where the times go)");
     std::printf("# device %s (sm_%d%d), model %s, block size %d, median of %d\n", dev.name.c_str(), dev.cc_major,
                 dev.cc_minor, model.c_str(), bs, reps);
     // kv_splits: K2's split-KV chunks per tile (1 = single pass). Where K2
@@ -180,6 +227,9 @@ int main(int argc, char** argv) {
       std::printf("model,%lld,%lld,1,%.3f\n", static_cast<long long>(g[0]), static_cast<long long>(g[1]),
                   m.time_forward_ms(pb, reps));
     }
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "prefixsim-gpu-bench: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "prefixsim-gpu-bench: %s\n", e.what());
     return 3;

@@ -1,5 +1,6 @@
 #include "sim/calibration_samples.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -311,6 +312,45 @@ Calibration calibrate(const CalibrationSamples& s, const std::string& samples_fi
                     std::to_string(std::lround(g.interconnect_bandwidth / 1e9)) + " GB/s interconnect.";
   }
   return c;
+}
+
+namespace {
+void add_step(KindError& e, double predicted, double measured) {
+  const double rel = (predicted - measured) / measured;
+  ++e.steps;
+  e.mape += std::fabs(rel);
+  e.max_ape = std::max(e.max_ape, std::fabs(rel));
+  e.bias += rel;
+  e.measured_s += measured;
+  e.predicted_s += predicted;
+}
+void finish(KindError& e) {
+  if (e.steps == 0) return;
+  e.mape /= static_cast<double>(e.steps);
+  e.bias /= static_cast<double>(e.steps);
+}
+}  // namespace
+
+Validation validate_profile(const Profile& p, const CalibrationSamples& s) {
+  if (p.model != s.model || p.tp != s.tp)
+    throw InputError("--profile: the profile is for " + p.model + " at TP " + std::to_string(p.tp) +
+                     ", the samples for " + s.model + " at TP " + std::to_string(s.tp));
+  CostCoefficients c = p.coefficients;
+  if (s.tp > 1 && s.shards_timed == 1) {
+    CostCoefficients comm;  // what the profile charges for TP, which one shard's times hold none of
+    add_tensor_parallel_comm(comm, find_model(s.model), find_gpu(p.gpu.catalog), s.tp);
+    c.allreduce_s_per_token = std::max(0.0, c.allreduce_s_per_token - comm.allreduce_s_per_token);
+    c.overhead_s = std::max(0.0, c.overhead_s - comm.overhead_s);
+  }
+  Validation v;
+  for (size_t i = 0; i < s.samples.size(); ++i) {
+    const double predicted = step_seconds(c, s.samples[i].shape), measured = s.samples[i].seconds;
+    add_step(v.all, predicted, measured);
+    add_step(v.by_kind[static_cast<size_t>(s.kinds[i])], predicted, measured);
+  }
+  finish(v.all);
+  for (KindError& e : v.by_kind) finish(e);
+  return v;
 }
 
 }  // namespace prefixsim

@@ -31,6 +31,7 @@
 // all-reduce term (add_tensor_parallel_comm) and says so in the provenance.
 #pragma once
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -76,5 +77,25 @@ struct Calibration {
 // fit that cannot be made (too few samples) is an InputError naming the file.
 Calibration calibrate(const CalibrationSamples& s, const std::string& samples_file, const std::string& gpu_catalog,
                       const FitOptions& options = {});
+
+// A profile's error on measured steps (`prefixsim gpu validate`): how well
+// it predicts steps it was not fitted to, e.g. the batches of a replayed
+// trace timed on the GPU.
+struct KindError {
+  size_t steps = 0;
+  double mape = 0;          // mean |predicted - measured| / measured
+  double max_ape = 0;
+  double bias = 0;          // mean (predicted - measured) / measured: > 0 over-predicts
+  double measured_s = 0;    // sums over the steps: what a whole run's time would be off by
+  double predicted_s = 0;
+};
+struct Validation {
+  KindError all;
+  KindError by_kind[std::size(kStepKinds)];
+};
+// The profile must be for the samples' model and TP (InputError naming
+// --profile otherwise). Samples timed on one shard of a TP > 1 model are held
+// against the profile without its all-reduce term, which they did not time.
+Validation validate_profile(const Profile& p, const CalibrationSamples& s);
 
 }  // namespace prefixsim

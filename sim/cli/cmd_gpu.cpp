@@ -6,6 +6,7 @@
 // Measuring in-process is not wired: the simulator binary needs no GPU.
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "sim/calibration_samples.h"
@@ -14,6 +15,7 @@
 #include "sim/cli/options.h"
 #include "sim/error.h"
 #include "sim/profile.h"
+#include "sim/shipped_profiles.h"
 
 namespace prefixsim::cli {
 
@@ -33,11 +35,24 @@ constexpr const char* kCalibrateHelp =
     "Prints the samples per kind, the coefficients and the fit's MAPE (train, held-out,\n"
     "and per kind over all samples). A bad samples file exits 2 naming file, line and field.";
 
+constexpr const char* kValidateUsage =
+    "prefixsim gpu validate --samples FILE [--profile P|builtin] [--gpu CATALOG_NAME] [--max-mape PCT] [--json]";
+
+constexpr const char* kValidateHelp =
+    "Holds a cost-model profile against measured step times it was not fitted to, e.g. the\n"
+    "batches a replay scheduled (`prefixsim replay --steps-out STEPS`), timed on the GPU by\n"
+    "`prefixsim-gpu-bench --calibrate FILE --time-steps STEPS`. Prints, overall and per kind\n"
+    "of step, the mean and worst absolute error, the mean signed error (bias) and the summed\n"
+    "predicted vs measured time. With --max-mape, exits 1 when the overall MAPE is above it\n"
+    "(a CI gate on the cost model). --profile defaults to builtin: the shipped profile for the\n"
+    "samples' model, GPU and TP.";
+
 void print_gpu_help(std::ostream& os) {
-  os << "usage: prefixsim gpu calibrate --samples FILE [options]   (prefixsim gpu calibrate --help for details)\n\n"
+  os << "usage: prefixsim gpu calibrate|validate --samples FILE [options]   (prefixsim gpu SUB --help for details)\n\n"
         "subcommands:\n"
         "  calibrate  fit the cost model to step times measured by `prefixsim-gpu-bench --calibrate FILE`\n"
-        "             on the GPU machine (built with -Dcuda=enabled); write a profile\n";
+        "             on the GPU machine (built with -Dcuda=enabled); write a profile\n"
+        "  validate   hold a profile against measured step times (e.g. a replay's steps timed on the GPU)\n";
 }
 
 std::string fmt_g(const char* f, double x) {
@@ -121,6 +136,58 @@ int calibrate_command(const Args& args) {
   return 0;
 }
 
+nlohmann::json to_json(const KindError& e) {
+  return {{"steps", e.steps},           {"mape", e.mape},         {"max_ape", e.max_ape}, {"bias", e.bias},
+          {"measured_s", e.measured_s}, {"predicted_s", e.predicted_s}};
+}
+
+std::string error_line(const std::string& what, const KindError& e) {
+  return "  " + what + std::string(what.size() < 8 ? 8 - what.size() : 0, ' ') + std::to_string(e.steps) +
+         " steps: MAPE " + fmt_pct(e.mape) + ", worst " + fmt_pct(e.max_ape) + ", bias " +
+         (e.bias >= 0 ? "+" : "") + fmt_pct(e.bias) + "; summed " + fmt_g("%.4g", e.predicted_s) +
+         " s predicted vs " + fmt_g("%.4g", e.measured_s) + " s measured\n";
+}
+
+int validate_command(const Args& args) {
+  po::options_description opts("options");
+  opts.add_options()
+      ("samples", po::value<std::string>(), "measured steps (prefixsim.calibration-samples/1), required")
+      ("profile", po::value<std::string>()->default_value("builtin"), "profile JSON, or builtin")
+      ("gpu", po::value<std::string>(), "GPU catalog name (default h100-sxm-80gb for an H100)")
+      ("max-mape", po::value<double>(), "exit 1 when the overall MAPE (percent) is above this")
+      ("json", "print JSON instead of the summary");
+  po::positional_options_description pos;
+  po::variables_map vm;
+  if (!parse_args(args, opts, pos, vm, kValidateUsage, kValidateHelp)) return 0;
+  if (!vm.count("samples")) throw InputError("--samples: required (usage: " + std::string(kValidateUsage) + ")");
+  const std::string path = vm["samples"].as<std::string>();
+  const CalibrationSamples s = read_calibration_samples(path);
+  const std::string gpu = catalog_gpu(vm.count("gpu") ? vm["gpu"].as<std::string>() : "", s.gpu);
+  const Profile p = resolve_profile(vm["profile"].as<std::string>(), s.model, gpu, s.tp);
+  const Validation v = validate_profile(p, s);
+  const double limit = vm.count("max-mape") ? vm["max-mape"].as<double>() : -1;
+  if (vm.count("max-mape") && !(limit >= 0)) throw InputError("--max-mape: must be a percentage >= 0");
+  if (vm.count("json")) {
+    nlohmann::json j = {{"samples", path}, {"profile", to_json(p)}, {"all", to_json(v.all)}};
+    for (StepKind k : kStepKinds) j["by_kind"][to_string(k)] = to_json(v.by_kind[static_cast<size_t>(k)]);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "profile for " << p.model << " at TP " << p.tp << " on " << p.gpu.catalog << " (measured "
+              << p.date.substr(0, 10) << ", held-out MAPE " << fmt_pct(p.fit.mape_held_out) << ") against " << path
+              << ":\n"
+              << error_line("all", v.all);
+    for (StepKind k : kStepKinds)
+      if (v.by_kind[static_cast<size_t>(k)].steps) std::cout << error_line(to_string(k), v.by_kind[static_cast<size_t>(k)]);
+    if (s.tp > 1 && s.shards_timed == 1)
+      std::cout << "  (one shard was timed: the profile's all-reduce term, which it did not time, is left out)\n";
+  }
+  if (limit >= 0 && v.all.mape * 100 > limit) {
+    std::cerr << "prefixsim gpu validate: MAPE " << fmt_pct(v.all.mape) << " is above --max-mape " << limit << " %\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_gpu(const Args& args) {
@@ -133,7 +200,8 @@ int cmd_gpu(const Args& args) {
     return 0;
   }
   if (args[0] == "calibrate") return calibrate_command(Args(args.begin() + 1, args.end()));
-  throw InputError("unknown subcommand '" + args[0] + "' (usage: " + kCalibrateUsage + ")");
+  if (args[0] == "validate") return validate_command(Args(args.begin() + 1, args.end()));
+  throw InputError("unknown subcommand '" + args[0] + "' (usage: " + kCalibrateUsage + " | " + kValidateUsage + ")");
 }
 
 }  // namespace prefixsim::cli

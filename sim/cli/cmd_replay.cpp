@@ -23,6 +23,7 @@
 #include "sim/kv_sizing.h"
 #include "sim/profile.h"
 #include "sim/shipped_profiles.h"
+#include "sim/steps_file.h"
 #include "traces/trace_reader.h"
 #include "workloads/workload.h"
 
@@ -76,6 +77,10 @@ void add_replay_options(po::options_description& o) {
       ("long-prefill-token-threshold", po::value<int64_t>(), "scheduler: cap on a prefill chunk (default 0 = off)")
       ("series-interval", po::value<double>(), "time-series interval in seconds (default 1; coarsened for long runs)")
       ("check-invariants", "verify the block pool's invariants after every step (slow)")
+      ("steps-out", po::value<std::string>(),
+       "engine mode: also write the scheduled batches (prefixsim.steps/1 CSV, one row per sequence) to this "
+       "file, for timing on a GPU (prefixsim-gpu-bench --time-steps) and `prefixsim gpu validate`")
+      ("steps-every", po::value<uint64_t>()->default_value(1), "with --steps-out: keep steps 1, 1+K, 1+2K, ...")
       ("out", po::value<std::string>(), "output directory (default prefixsim-out)")
       ("quiet", "print nothing on success");
 }
@@ -182,6 +187,10 @@ int cmd_replay(const Args& args) {
   kin.kv_tokens = s.kv_tokens;
   kin.kv_gb = s.kv_gb;
   const KvSizing kv_size = size_kv_pool(kin);
+  const uint64_t steps_every = vm["steps-every"].as<uint64_t>();
+  if (vm.count("steps-out") && s.mode != "engine")
+    throw InputError("--steps-out: only engine mode schedules steps (cache mode has none)");
+  if (steps_every < 1) throw InputError("--steps-every: must be at least 1");
   std::optional<Profile> profile;
   if (!s.profile.empty()) profile = resolve_profile(s.profile, model.name, gpu.name, s.tp);
   PolicyContext pctx;
@@ -252,8 +261,19 @@ int cmd_replay(const Args& args) {
       Engine engine(sc, kv, exec);
       ReplayCollector collector(s.block_size, s.series_interval_s, !vm.count("quiet") && ::isatty(2));
       engine.set_observer(&collector);
+      std::unique_ptr<StepsWriter> steps;
+      if (vm.count("steps-out")) {
+        const std::string source = "prefixsim replay " + (s.trace.empty() ? "workload " + s.workload : s.trace) +
+                                   ", policy " + policy_name + ", " + std::to_string(kv_size.num_blocks) +
+                                   " blocks, " + model.name + " on " + gpu.name + " at TP " + std::to_string(s.tp) +
+                                   ", every " + std::to_string(steps_every) + " step(s)";
+        steps = std::make_unique<StepsWriter>(vm["steps-out"].as<std::string>(), model.name, s.tp, s.block_size,
+                                              source);
+        collector.record_steps(steps.get(), steps_every);
+      }
       if (s.check_invariants) collector.check_pool(&pool);
       const EngineResult res = engine.run(ideal);
+      if (steps) steps->finish();
       collector.fill(report, res);
       report.trace.requests = res.arrived;
       report.trace.prompt_tokens = static_cast<uint64_t>(ideal.prompt_tokens());

@@ -82,6 +82,7 @@ void ReplayCollector::on_request_finished(const RequestRecord& r) {
 
 void ReplayCollector::on_step(const StepRecord& s) {
   if (g_interrupted.load(std::memory_order_relaxed)) throw Interrupted{};
+  if (steps_ && (s.index - 1) % steps_every_ == 0) steps_->add(s.index, s.plan->batch);
   if (check_pool_) {
     const std::string broken = check_pool_->check_invariants();
     if (!broken.empty())

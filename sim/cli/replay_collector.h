@@ -11,6 +11,7 @@
 
 #include "reports/run_report.h"
 #include "sim/engine.h"
+#include "sim/steps_file.h"
 
 namespace prefixsim::cli {
 
@@ -32,6 +33,11 @@ class ReplayCollector final : public EngineObserver {
   void fill(RunReport& report, const EngineResult& res) const;
   // Verify the pool after every step (--check-invariants); InternalError on a violation.
   void check_pool(const BlockPool* pool) { check_pool_ = pool; }
+  // --steps-out: every `every`-th step's batch (steps 1, 1 + every, ...) goes to `w`.
+  void record_steps(StepsWriter* w, uint64_t every) {
+    steps_ = w;
+    steps_every_ = every;
+  }
   uint64_t refused() const { return refused_; }
   const std::string& first_refusal() const { return first_refusal_; }
 
@@ -58,6 +64,8 @@ class ReplayCollector final : public EngineObserver {
   TimeNs first_arrival_ = -1, last_finish_ = 0;
   uint64_t refused_ = 0;
   std::string first_refusal_;
+  StepsWriter* steps_ = nullptr;
+  uint64_t steps_every_ = 1;
 
   const BlockPool* check_pool_ = nullptr;
   bool show_progress_;

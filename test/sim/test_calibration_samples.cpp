@@ -3,6 +3,8 @@
 // to them and becomes a profile read_profile accepts; every kind of bad file
 // is refused naming the file, the line and the field.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -272,4 +274,63 @@ TEST_CASE("bad samples files are refused naming the file, the line and the field
   CHECK_THROWS_WITH(calibrate(s, "few.csv", "h100-sxm-80gb"),
                     Contains("few.csv: fit:") && Contains("training samples"));
   CHECK_THROWS_WITH(calibrate(s, "f\xffw.csv", "h100-sxm-80gb"), Contains("--samples") && Contains("UTF-8"));
+}
+
+TEST_CASE("validate_profile measures a profile's error, bias and summed time on measured steps", "[calibration]") {
+  const CalibrationSamples s = parse_calibration_samples(synthetic_file(truth()), "s.csv");
+  Profile p = calibrate(s, "s.csv", "h100-sxm-80gb").profile;
+  p.coefficients = truth();  // the coefficients the times came from, +-1 % noise
+  const Validation exact = validate_profile(p, s);
+  CHECK(exact.all.steps == grid().size());
+  CHECK(exact.all.mape < 0.01);
+  CHECK(exact.all.max_ape <= 0.0101);
+  CHECK(std::abs(exact.all.bias) < 0.005);
+  CHECK(exact.all.predicted_s == Approx(exact.all.measured_s).epsilon(0.01));
+  CHECK(exact.by_kind[static_cast<size_t>(StepKind::prefill)].steps == 44);
+  CHECK(exact.by_kind[static_cast<size_t>(StepKind::decode)].steps == 36);
+  CHECK(exact.by_kind[static_cast<size_t>(StepKind::mixed)].steps == 9);
+
+  // Every coefficient 20 % high: every step over-predicted by ~20 %.
+  CostCoefficients& c = p.coefficients;
+  for (double* x : {&c.overhead_s, &c.linear_s_per_token, &c.weight_floor_s, &c.attn_s_per_unit,
+                    &c.kv_read_s_per_token, &c.per_seq_s})
+    *x *= 1.2;
+  const Validation high = validate_profile(p, s);
+  CHECK(high.all.bias == Approx(0.2).margin(0.012));
+  CHECK(high.all.mape == Approx(0.2).margin(0.012));
+  CHECK(high.all.predicted_s == Approx(1.2 * high.all.measured_s).epsilon(0.012));
+
+  p.model = "mistral-7b";
+  CHECK_THROWS_WITH(validate_profile(p, s), Contains("--profile") && Contains("mistral-7b") && Contains("llama-3.1-8b"));
+}
+
+TEST_CASE("prefixsim gpu validate prints the errors and gates on --max-mape", "[calibration][cli]") {
+  const std::string dir = test::temp_dir("validate_cli");
+  write(dir + "/samples.csv", synthetic_file(truth()));
+  Profile p = calibrate(read_calibration_samples(dir + "/samples.csv"), "samples.csv", "h100-sxm-80gb").profile;
+  p.coefficients = truth();
+  p.coefficients.linear_s_per_token *= 1.5;  // a profile that is off on prefill
+  write_profile(dir + "/p.json", p);
+
+  const auto r = test::run_cli({"gpu", "validate", "--samples", dir + "/samples.csv", "--profile", dir + "/p.json"});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_THAT(r.out, Contains("89 steps: MAPE") && Contains("prefill 44 steps") && Contains("bias +") &&
+                        Contains("s predicted vs"));
+  const auto gate = test::run_cli(
+      {"gpu", "validate", "--samples", dir + "/samples.csv", "--profile", dir + "/p.json", "--max-mape", "1"});
+  CHECK(gate.rc == 1);
+  CHECK_THAT(gate.err, Contains("above --max-mape 1"));
+  const auto j = test::run_cli(
+      {"gpu", "validate", "--samples", dir + "/samples.csv", "--profile", dir + "/p.json", "--json", "--max-mape", "90"});
+  REQUIRE(j.rc == 0);
+  const auto json = nlohmann::json::parse(j.out);
+  CHECK(json["all"]["steps"] == 89);
+  CHECK(json["by_kind"]["prefill"]["bias"].get<double>() > 0.05);
+  CHECK(json["by_kind"]["decode"]["mape"].get<double>() < json["by_kind"]["prefill"]["mape"].get<double>());
+  // builtin is the default profile: the shipped one for llama-3.1-8b on the H100.
+  CHECK(test::run_cli({"gpu", "validate", "--samples", dir + "/samples.csv"}).rc == 0);
+  const auto bad = test::run_cli({"gpu", "validate", "--samples", dir + "/nosuch.csv"});
+  CHECK(bad.rc == 2);
+  CHECK_THAT(bad.err, Contains("nosuch.csv"));
 }
