@@ -175,6 +175,16 @@ std::vector<BadCase> bad_cases() {
        {"gpu", "calibrate", "--samples", "@/s.csv", "--out", "@/out/profile.json"}, "s.csv:2: field 'gpu.nmae'"},
       {"gpu calibrate without --samples", {}, {"gpu", "calibrate", "--out", "@/out/profile.json"}, "--samples"},
       {"gpu unknown subcommand", {}, {"gpu", "measure"}, "unknown subcommand 'measure'"},
+      {"gpu validate without --samples", {}, {"gpu", "validate"}, "--samples"},
+      {"gpu validate with a --profile for another model",
+       {{"s.csv", "# prefixsim.calibration-samples/1\n# gpu.name: NVIDIA H100 80GB HBM3\n# gpu.sm_count: 132\n"
+                  "# gpu.sm_clock_mhz: 1980\n# gpu.mem_clock_mhz: 2619\n# gpu.driver: 1\n# gpu.cuda: 13.0\n"
+                  "# model: qwen2.5-7b\n# tp: 1\n# block_size: 16\n# date: 2026-11-22\n"
+                  "kind,seqs,new_tokens,attn_units,context_tokens,ms\nprefill,1,16,128,16,2.0\n"}},
+       {"gpu", "validate", "--samples", "@/s.csv"}, "no built-in profile for qwen2.5-7b"},
+      // replay --steps-out
+      {"replay --steps-every 0", {}, {"replay", "--requests", "5", "--steps-out", "@/out/s.csv", "--steps-every", "0"},
+       "--steps-every"},
   };
 }
 
