@@ -28,13 +28,18 @@
 // conflicts. Tiles past a warp's last query are skipped (causal); CTAs are
 // launched last tile first (within a sequence, the heaviest first).
 //
-// Split-KV (flash-decoding), when the plan asks for it (b.kv_split.splits =
-// S > 1: decode and short queries over long contexts, where the grid above
-// has a few CTAs each walking the whole context): grid.z = S, CTA z walks the
-// z-th of S chunks of whole key tiles of its tile's range, stores its rows'
-// unnormalised fp32 O with their running max m and sum l in the workspace,
-// and combine_kv_splits_kernel merges the S partials (log-sum-exp) into the
-// bf16 output. S = 1 is the single pass above, no workspace, no merge.
+// Split-KV (flash-decoding), when the plan asks for it (b.kv_split.splits >
+// 1: decode and short queries over long contexts, where the grid above has
+// a few CTAs each walking the whole context, or one long context among
+// short ones): every tile's key range is cut into chunks of the same
+// length, L = b.kv_split.chunk_tiles key tiles, so a tile of T key tiles
+// has ceil(T / L) chunks; grid = (KV heads, chunks of the plan, listed
+// longest first in b.kv_split.chunks), CTA (kvh, i) walks key tiles
+// [c L, min((c + 1) L, T)) of chunk i = (tile, c), stores its rows'
+// unnormalised fp32 O with their running max m and sum l in workspace slot
+// c, and combine_kv_splits_kernel merges a row's partials (log-sum-exp)
+// into the bf16 output, reading only the chunks that hold some of the row's
+// keys. splits = 1 is the single pass above, no workspace, no merge.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -112,8 +117,9 @@ __device__ __forceinline__ const float2* split_stats(const float* ws, int splits
 // per warp. kMT = 1: 8 warps, Q fragments held in registers; kMT = 2: 4
 // warps of 32 rows (each K/V fragment from shared memory feeds two MMAs), Q
 // fragments re-read from shared memory per k-step, two CTAs per SM.
-// kSplitKv: this CTA walks chunk blockIdx.z of gridDim.z of its key range and
-// stores partials to b.kv_split.workspace instead of the output.
+// kSplitKv: this CTA walks chunk b.kv_split.chunks[blockIdx.y] (a tile and
+// a chunk of chunk_tiles key tiles of its range) and stores partials to
+// b.kv_split.workspace instead of the output.
 template <int kStages, int kMT, int kBc, bool kSplitKv>
 __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_attention_tc_kernel(
     DevBatch b, int num_q_heads, int num_kv_heads, const bf16* __restrict__ q, int64_t q_stride,
@@ -128,7 +134,15 @@ __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_atte
   bf16* sV = sK + kStages * kTileElems;
 
   const int kvh = blockIdx.x;
-  const AttnTileDev tile = b.tiles[b.num_tiles - 1 - static_cast<int>(blockIdx.y)];  // heaviest first
+  int chunk = 0;
+  AttnTileDev tile;
+  if constexpr (kSplitKv) {
+    const KvChunk it = b.kv_split.chunks[blockIdx.y];  // longest first
+    tile = b.tiles[it.tile];
+    chunk = it.chunk;
+  } else {
+    tile = b.tiles[b.num_tiles - 1 - static_cast<int>(blockIdx.y)];  // heaviest first
+  }
   const int group = num_q_heads / num_kv_heads;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int q0 = b.qo_indptr[tile.seq];
@@ -141,12 +155,14 @@ __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_atte
   const int kv_end = c + (tile.q_end - q0);  // keys seen by the tile's last query
   const int n_tiles = (kv_end + kBc - 1) / kBc;
   // Key tiles [t_begin, t_end) of this CTA: all of them, or its chunk of
-  // whole tiles (possibly empty when the range has fewer tiles than chunks).
+  // chunk_tiles whole tiles. The host lists no empty chunk; were one listed,
+  // the CTA would leave its slot alone, which the merge never reads for a
+  // chunk past a row's last key.
   int t_begin = 0, t_end = n_tiles;
   if constexpr (kSplitKv) {
-    const int per_split = (n_tiles + static_cast<int>(gridDim.z) - 1) / static_cast<int>(gridDim.z);
-    t_begin = min(static_cast<int>(blockIdx.z) * per_split, n_tiles);
-    t_end = min(t_begin + per_split, n_tiles);
+    t_begin = chunk * b.kv_split.chunk_tiles;
+    t_end = min(t_begin + b.kv_split.chunk_tiles, n_tiles);
+    if (t_begin >= t_end) return;  // block-uniform, before any barrier
   }
   const int64_t kv_row = static_cast<int64_t>(num_kv_heads) * kD;
   const int bs = b.block_size;
@@ -366,7 +382,7 @@ __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_atte
       if constexpr (kSplitKv) {
         // Unnormalised: the merge rescales each split by its own max.
         const int64_t rows = static_cast<int64_t>(b.num_tokens) * num_q_heads;
-        const int64_t prow = static_cast<int64_t>(blockIdx.z) * rows + tok * num_q_heads + head;
+        const int64_t prow = static_cast<int64_t>(chunk) * rows + tok * num_q_heads + head;
         float* op = b.kv_split.workspace + prow * kD + 2 * tq;
 #pragma unroll
         for (int d = 0; d < kD / 8; ++d)
@@ -386,22 +402,27 @@ __global__ __launch_bounds__(kBr / (16 * kMT) * 32, kMT) void paged_prefill_atte
 }
 
 // Merges the split partials of every (token, query head) row: one warp per
-// row, 4 output dims per lane. out = sum_s w_s O_s / sum_s w_s l_s with
-// w_s = exp2(m_s - max_s m_s). Every split stored every row (a split that saw
-// none of a row's keys stored O = 0, m = -inf, l = 0: w = 0), so the sums need
-// no branch; key 0 is seen by every row, so the max is finite.
+// row, 4 output dims per lane. out = sum_c w_c O_c / sum_c w_c l_c with
+// w_c = exp2(m_c - max_c m_c), over the chunks c that hold some of the row's
+// keys: 0 .. position / keys_per_chunk (the row sees keys 0..position). The
+// CTAs of those chunks all ran and stored every row of their tile (a row
+// that saw none of the chunk's keys stored O = 0, m = -inf, l = 0: w = 0);
+// chunk 0 holds key 0, which every row sees, so the max is finite.
 __global__ __launch_bounds__(128) void combine_kv_splits_kernel(const float* __restrict__ ws, int splits,
-                                                                 int64_t rows, bf16* __restrict__ out) {
+                                                                 int64_t rows, int num_q_heads,
+                                                                 const int32_t* __restrict__ positions,
+                                                                 int keys_per_chunk, bf16* __restrict__ out) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * 4 + (threadIdx.x >> 5);
   if (row >= rows) return;
   const int dim = (threadIdx.x & 31) * 4;
   const float2* stats = split_stats(ws, splits, rows);
+  const int n = min(splits, positions[row / num_q_heads] / keys_per_chunk + 1);
   float m_max = -INFINITY;
-  for (int sp = 0; sp < splits; ++sp) m_max = fmaxf(m_max, stats[sp * rows + row].x);
+  for (int sp = 0; sp < n; ++sp) m_max = fmaxf(m_max, stats[sp * rows + row].x);
   float l_sum = 0.f;
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 4
-  for (int sp = 0; sp < splits; ++sp) {
+  for (int sp = 0; sp < n; ++sp) {
     const float2 ml = stats[sp * rows + row];
     const float w = exp2f(ml.x - m_max);
     const float4 o = *reinterpret_cast<const float4*>(ws + (sp * rows + row) * kD + dim);
@@ -438,8 +459,8 @@ auto* k2_kernel() {
 template <bool kSplitKv>
 void launch_k2(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
                const bf16* k_cache, const bf16* v_cache, float scale_log2, bf16* out, cudaStream_t st) {
-  const dim3 grid(static_cast<unsigned>(num_kv_heads), static_cast<unsigned>(b.num_tiles),
-                  static_cast<unsigned>(kSplitKv ? b.kv_split.splits : 1));
+  const dim3 grid(static_cast<unsigned>(num_kv_heads),
+                  static_cast<unsigned>(kSplitKv ? b.kv_split.num_chunks : b.num_tiles));
   auto* kernel = k2_kernel<kSplitKv>();
   kernel<<<grid, kThreadsUsed, kSmemUsed, st>>>(b, num_q_heads, num_kv_heads, q, q_stride, k_cache, v_cache,
                                                 scale_log2, out);
@@ -448,7 +469,8 @@ void launch_k2(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16*
 void launch_combine(const DevBatch& b, int num_q_heads, bf16* out, cudaStream_t st) {
   const int64_t rows = static_cast<int64_t>(b.num_tokens) * num_q_heads;
   const unsigned blocks = static_cast<unsigned>((rows + 3) / 4);
-  combine_kv_splits_kernel<<<blocks, 128, 0, st>>>(b.kv_split.workspace, b.kv_split.splits, rows, out);
+  combine_kv_splits_kernel<<<blocks, 128, 0, st>>>(b.kv_split.workspace, b.kv_split.splits, rows, num_q_heads,
+                                                   b.positions, b.kv_split.chunk_tiles * kBcUsed, out);
 }
 
 // CTAs of K2 resident at once on the current device: SMs x CTAs per SM.
@@ -464,9 +486,8 @@ int k2_cta_slots() {
 }
 }  // namespace
 
-int k2_kv_splits(const DevBatch& b, int num_kv_heads) {
-  const int64_t key_tiles = (b.max_kv_end + kBcUsed - 1) / kBcUsed;
-  return choose_kv_splits(static_cast<int64_t>(num_kv_heads) * b.num_tiles, key_tiles, k2_cta_slots());
+KvSplitChoice k2_kv_split_choice(const std::vector<int32_t>& key_tiles, int num_kv_heads) {
+  return choose_kv_splits(key_tiles, num_kv_heads, k2_cta_slots());
 }
 
 size_t k2_split_workspace_floats(int splits, int num_tokens, int num_q_heads) {
@@ -481,8 +502,10 @@ void launch_attention_k2(const DevBatch& b, int num_q_heads, int num_kv_heads, c
   if (b.kv_split.splits <= 1) {
     launch_k2<false>(b, num_q_heads, num_kv_heads, q, q_stride, k_cache, v_cache, scale_log2, out, st);
   } else {
-    if (b.kv_split.workspace == nullptr || b.kv_split.q_heads != num_q_heads)
+    if (b.kv_split.workspace == nullptr || b.kv_split.chunks == nullptr || b.kv_split.q_heads != num_q_heads)
       throw InternalError("attention K2: the split-KV workspace was planned for another number of query heads");
+    if (b.kv_split.num_chunks < 1 || b.kv_split.num_chunks > 65535 || b.kv_split.chunk_tiles < 1)
+      throw InternalError("attention K2: bad split-KV chunk list");
     launch_k2<true>(b, num_q_heads, num_kv_heads, q, q_stride, k_cache, v_cache, scale_log2, out, st);
     launch_combine(b, num_q_heads, out, st);
   }

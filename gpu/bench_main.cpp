@@ -2,7 +2,8 @@
 // (issue 6, item 8). Paged-attention TFLOP/s and GB/s over a grid of
 // (new tokens n, cached tokens c, batch; decode-like rows with n = 1 or 32
 // over long contexts show K2's split-KV, beside attn_k2_1pass rows timing
-// the same steps single-pass), then full-prefill time of the
+// the same steps single-pass; then uneven decode steps, one long context
+// among short ones, K2 automatic vs single pass), then full-prefill time of the
 // random-weight model per (n, c). Medians of --reps runs, L2 flushed before
 // each. Rows for both attention kernels (attn_k1: CUDA cores, attn_k2:
 // tensor cores), then the model rows with the default kernel (K2). Run on an
@@ -11,6 +12,7 @@
 // kernel mean nothing. --calibrate FILE times the calibration grid
 // (calibration_grid.h) for `prefixsim gpu calibrate --samples FILE` (run on
 // an H100 on 2026-11-22).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +42,21 @@ PagedBatch make_step(int64_t n, int64_t c, int64_t batch, int32_t bs, std::vecto
     for (int64_t j = 0; j < per; ++j) tables[static_cast<size_t>(i)].push_back(static_cast<BlockId>(j * batch + i));
   }
   for (int64_t i = 0; i < batch; ++i) b.seqs.push_back({n, c, tables[static_cast<size_t>(i)]});
+  return export_paged_batch(b, bs, blocks);
+}
+// A decode step of `batch` sequences, one (the middle one) after c_long
+// cached tokens and the others after c: the uneven contexts of real decode
+// steps, where one long sequence is most of the attention's work.
+PagedBatch make_uneven_step(int64_t c_long, int64_t c, int64_t batch, int32_t bs,
+                            std::vector<std::vector<BlockId>>& tables, int64_t& blocks) {
+  tables.assign(static_cast<size_t>(batch), {});
+  blocks = 0;
+  Batch b;
+  for (int64_t i = 0; i < batch; ++i) {
+    const int64_t cached = i == batch / 2 ? c_long : c;
+    for (int64_t j = 0; j < (cached + 1 + bs - 1) / bs; ++j) tables[static_cast<size_t>(i)].push_back(static_cast<BlockId>(blocks++));
+  }
+  for (int64_t i = 0; i < batch; ++i) b.seqs.push_back({1, i == batch / 2 ? c_long : c, tables[static_cast<size_t>(i)]});
   return export_paged_batch(b, bs, blocks);
 }
 // Header facts the driver API does not give (the caller reads them off
@@ -212,6 +229,26 @@ int main(int argc, char** argv) {
         const cuda::AttnTiming t = cuda::bench_attention(pb, d, blocks, reps, k);
         print_row(cuda::attn_kernel_name(k), g, t);
         if (t.kv_splits > 1) print_row("attn_k2_1pass", g, cuda::bench_attention(pb, d, blocks, reps, k, 1));
+      }
+    }
+    // Uneven decode steps, K2 only: its automatic choice (kv_chunk_tiles key
+    // tiles per chunk, kv_splits chunks of the long context) beside the
+    // single pass (which is also what the uniform split of 2026-11-22 chose
+    // for the first row).
+    if (std::find(kernels.begin(), kernels.end(), cuda::AttnKernel::k2) != kernels.end()) {
+      std::printf("# uneven decode rows: batch decodes, one after c_long cached tokens, the others after c\n");
+      std::printf("kernel,c_long,c,batch,ms,tflops,gbps,kv_splits,kv_chunk_tiles\n");
+      const int64_t uneven[][3] = {{60000, 9600, 28}, {60000, 9600, 100}, {32768, 2048, 16}, {131072, 4096, 64}};
+      for (const auto& g : uneven) {
+        std::vector<std::vector<BlockId>> tables;
+        int64_t blocks = 0;
+        const PagedBatch pb = make_uneven_step(g[0], g[1], g[2], bs, tables, blocks);
+        for (const int forced : {0, 1}) {
+          const cuda::AttnTiming t = cuda::bench_attention(pb, d, blocks, reps, cuda::AttnKernel::k2, forced);
+          std::printf("%s,%lld,%lld,%lld,%.4f,%.2f,%.1f,%d,%d\n", forced ? "attn_k2_1pass" : "attn_k2",
+                      static_cast<long long>(g[0]), static_cast<long long>(g[1]), static_cast<long long>(g[2]), t.ms,
+                      t.tflops, t.gbps, t.kv_splits, t.kv_chunk_tiles);
+        }
       }
     }
     if (!with_model) return 0;

@@ -53,11 +53,14 @@ void write_kv(const PagedBatch& pb, const ref::AttnDims& d, const uint16_t* k_sr
 // Kernel (b): head_dim must be 128, num_q_heads / num_kv_heads must divide
 // 64, q_stride must be a multiple of 8. out is [rows, num_q_heads * 128].
 // kv_splits (K2 only; K1 ignores it): 0 = K2's automatic split-KV choice,
-// n >= 1 forces n chunks per tile (1: the single pass; at most 64).
+// n >= 1 forces chunks of ceil(T / n) key tiles, T those of the longest
+// tile: n chunks of that tile, fewer of shorter ones (1: the single pass; at
+// most 64).
 void paged_prefill_attention(const PagedBatch& pb, const ref::AttnDims& d, const uint16_t* q, int64_t q_stride,
                              const uint16_t* k_cache, const uint16_t* v_cache, int64_t cache_elems, float scale,
                              uint16_t* out, AttnKernel kernel = kDefaultAttnKernel, int kv_splits = 0);
-// The split-KV count K2 chooses for pb on device 0 (1 = single pass).
+// The split-KV count K2 chooses for pb on device 0: chunks of its longest
+// tile (1 = single pass).
 int attention_kv_splits(const PagedBatch& pb, const ref::AttnDims& d);
 // Kernels (c), same contracts as their references.
 void rope(uint16_t* x, int64_t rows, int64_t stride, int64_t num_heads, int64_t head_dim, const int32_t* positions,
@@ -73,7 +76,8 @@ struct AttnTiming {
   double ms = 0;
   double tflops = 0;  // FlashAttention's count: 4 * d * Hq * sum n (c + n / 2)
   double gbps = 0;    // Q read + K/V context read + O written, once each
-  int kv_splits = 1;  // K2's split-KV chunks per tile in the timed launches
+  int kv_splits = 1;  // K2's split-KV chunks of the longest tile in the timed launches (1: single pass)
+  int kv_chunk_tiles = 0;  // key tiles (64 keys) per chunk when split
 };
 // kv_splits as for paged_prefill_attention.
 AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t num_blocks, int reps,

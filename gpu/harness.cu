@@ -75,7 +75,8 @@ void DevBatchBuf::upload(const PagedBatch& pb, int group, cudaStream_t st, AttnK
            reinterpret_cast<const int32_t*>(d + o_idx), reinterpret_cast<const int32_t*>(d + o_len),
            reinterpret_cast<const int32_t*>(d + o_pos), reinterpret_cast<const int64_t*>(d + o_slot),
            reinterpret_cast<const AttnTileDev*>(d + o_tiles), static_cast<int32_t>(tiles.size()),
-           static_cast<int32_t>(pb.num_tokens()), pb.block_size, rows, max_tile_kv_end(pb, plan), KvSplitDev{}};
+           static_cast<int32_t>(pb.num_tokens()), pb.block_size, rows, KvSplitDev{}};
+  key_tiles_ = gpu::tile_key_tiles(pb, plan, kAttnKeysPerTileK2);
 }
 
 void DevBatchBuf::plan_kv_splits(int num_q_heads, int num_kv_heads, int forced_splits) {
@@ -83,10 +84,21 @@ void DevBatchBuf::plan_kv_splits(int num_q_heads, int num_kv_heads, int forced_s
   if (view_.tile_rows != kAttnRowsK2 || view_.num_tiles == 0) return;
   if (forced_splits > kMaxKvSplits)
     throw InternalError("attention K2: at most " + std::to_string(kMaxKvSplits) + " KV splits can be forced");
-  const int splits = forced_splits > 0 ? forced_splits : k2_kv_splits(view_, num_kv_heads);
-  if (splits == 1) return;
-  split_ws_.resize(k2_split_workspace_floats(splits, view_.num_tokens, num_q_heads));
-  view_.kv_split = KvSplitDev{splits, num_q_heads, split_ws_.get()};
+  const KvSplitChoice choice =
+      forced_splits > 0 ? forced_kv_splits(key_tiles_, forced_splits) : k2_kv_split_choice(key_tiles_, num_kv_heads);
+  if (!choice.split()) return;
+  const std::vector<KvChunk> chunks = kv_split_chunks(key_tiles_, choice.chunk_tiles);
+  if (chunks.size() > 65535) {  // grid.y
+    if (forced_splits > 0) throw InternalError("attention K2: more than 65535 split-KV chunks in one step");
+    return;
+  }
+  split_chunks_.resize(chunks.size());
+  // Synchronous (pageable source, default stream): ordered after the work
+  // already queued that may still read the previous step's list.
+  PFX_CUDA(cudaMemcpy(split_chunks_.get(), chunks.data(), chunks.size() * sizeof(KvChunk), cudaMemcpyHostToDevice));
+  split_ws_.resize(k2_split_workspace_floats(choice.chunks, view_.num_tokens, num_q_heads));
+  view_.kv_split = KvSplitDev{choice.chunks, choice.chunk_tiles, static_cast<int32_t>(chunks.size()), num_q_heads,
+                              split_chunks_.get(), split_ws_.get()};
 }
 
 namespace {
@@ -179,7 +191,7 @@ int attention_kv_splits(const PagedBatch& pb, const ref::AttnDims& d) {
   check_attn_dims(d, d.num_q_heads * d.head_dim);
   DevBatchBuf db;
   db.upload(pb, static_cast<int>(d.num_q_heads / d.num_kv_heads), nullptr, AttnKernel::k2);
-  return db.view().num_tiles == 0 ? 1 : k2_kv_splits(db.view(), static_cast<int>(d.num_kv_heads));
+  return db.view().num_tiles == 0 ? 1 : k2_kv_split_choice(db.tile_key_tiles(), static_cast<int>(d.num_kv_heads)).chunks;
 }
 
 AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t num_blocks, int reps,
@@ -220,6 +232,7 @@ AttnTiming bench_attention(const PagedBatch& pb, const ref::AttnDims& d, int64_t
   AttnTiming r;
   r.ms = ms.empty() ? 0 : ms[ms.size() / 2];
   r.kv_splits = db.view().kv_split.splits;
+  r.kv_chunk_tiles = db.view().kv_split.chunk_tiles;
   double flops = 0, bytes = 0;
   for (int64_t b = 0; b < pb.num_seqs(); ++b) {
     const double n = pb.qo_indptr[b + 1] - pb.qo_indptr[b], c = pb.kv_len[b] - n;

@@ -34,13 +34,19 @@ struct AttnTileDev {
   int32_t seq, q_begin, q_end;
 };
 
-// K2's split-KV plan of a step (DevBatchBuf::plan_kv_splits): every tile's
-// key range cut into `splits` chunks of whole key tiles, one CTA each, whose
-// unnormalised fp32 partials go to `workspace` and are merged by a second
-// kernel (attention_tc.cu). splits = 1: the single pass, no workspace.
+// K2's split-KV plan of a step (DevBatchBuf::plan_kv_splits; the choice is
+// kv_layout.h's KvSplitChoice): every tile's key range cut into chunks of
+// chunk_tiles key tiles, one CTA per (KV head, chunk) listed in `chunks`
+// (num_chunks of them, longest first; no empty chunk is listed); their
+// unnormalised fp32 partials go to `workspace`, slot = chunk index (at most
+// `splits` per row), and a second kernel merges them (attention_tc.cu).
+// splits = 1: the single pass, no workspace.
 struct KvSplitDev {
-  int32_t splits = 1;
-  int32_t q_heads = 0;  // the workspace holds rows of this many query heads
+  int32_t splits = 1;       // chunks of the longest tile: partials per row at most
+  int32_t chunk_tiles = 0;  // key tiles per chunk
+  int32_t num_chunks = 0;   // CTAs per KV head
+  int32_t q_heads = 0;      // the workspace holds rows of this many query heads
+  const KvChunk* chunks = nullptr;
   float* workspace = nullptr;
 };
 
@@ -57,7 +63,6 @@ struct DevBatch {
   int32_t num_tokens;
   int32_t block_size;
   int32_t tile_rows;  // query rows per tile of the plan: attn_tile_rows() of the kernel it was made for
-  int32_t max_kv_end;  // max_tile_kv_end() of the plan (host side: the split-KV choice)
   KvSplitDev kv_split;
 };
 
@@ -96,15 +101,20 @@ class DevBatchBuf {
  public:
   // Leaves the plan single-pass (kv_split.splits = 1).
   void upload(const PagedBatch& pb, int group, cudaStream_t st, AttnKernel kernel = kDefaultAttnKernel);
-  // K2 plans: splits each tile's keys as k2_kv_splits() chooses (or into
-  // forced_splits chunks when > 0) and grows the split workspace to fit, so
-  // that the launches of the step allocate nothing. K1 plans stay single-pass.
+  // K2 plans: splits the tiles' keys as k2_kv_split_choice() chooses (or
+  // as forced_kv_splits(forced_splits) when > 0), uploads the chunk list and
+  // grows the split workspace to fit, so that the launches of the step
+  // allocate nothing. K1 plans stay single-pass.
   void plan_kv_splits(int num_q_heads, int num_kv_heads, int forced_splits = 0);
+  // Key tiles (K2's 64 keys) of each tile of the plan, plan order.
+  const std::vector<int32_t>& tile_key_tiles() const { return key_tiles_; }
   const DevBatch& view() const { return view_; }
 
  private:
   DevBuf<char> buf_;
   DevBuf<float> split_ws_;  // grows only, reused across steps
+  DevBuf<KvChunk> split_chunks_;  // likewise
+  std::vector<int32_t> key_tiles_;
   std::vector<char> staging_;
   DevBatch view_{};
 };
@@ -120,11 +130,12 @@ void launch_attention(const DevBatch& b, int num_q_heads, int num_kv_heads, cons
 // split-KV (two kernels) when b.kv_split.splits > 1.
 void launch_attention_k2(const DevBatch& b, int num_q_heads, int num_kv_heads, const bf16* q, int64_t q_stride,
                          const bf16* k_cache, const bf16* v_cache, float scale_log2, bf16* out, cudaStream_t st);
-// K2's automatic split count for a plan on the current device
-// (choose_kv_splits over its resident-CTA slots), and the fp32 workspace the
-// split path needs: per split and (token, query head) row, 128 partial
-// outputs plus the row's max and sum.
-int k2_kv_splits(const DevBatch& b, int num_kv_heads);
+// K2's automatic split-KV choice for a plan's tiles (key tiles per tile, as
+// DevBatchBuf::tile_key_tiles) on the current device (choose_kv_splits over
+// its resident-CTA slots), and the fp32 workspace the split path needs: per
+// chunk slot and (token, query head) row, 128 partial outputs plus the row's
+// max and sum.
+KvSplitChoice k2_kv_split_choice(const std::vector<int32_t>& key_tiles, int num_kv_heads);
 size_t k2_split_workspace_floats(int splits, int num_tokens, int num_q_heads);
 void launch_rope(bf16* x, int rows, int64_t stride, int num_heads, int head_dim, const int32_t* positions,
                  const float* inv_freq, cudaStream_t st);

@@ -1,6 +1,7 @@
 #include "gpu/kv_layout.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -87,37 +88,136 @@ int32_t max_tile_kv_end(const PagedBatch& pb, const std::vector<AttnTile>& tiles
   return most;
 }
 
+std::vector<int32_t> tile_key_tiles(const PagedBatch& pb, const std::vector<AttnTile>& tiles, int32_t keys_per_tile) {
+  if (keys_per_tile < 1) throw InternalError("tile_key_tiles: keys_per_tile < 1");
+  std::vector<int32_t> out;
+  out.reserve(tiles.size());
+  for (const AttnTile& t : tiles) {
+    const int64_t q0 = pb.qo_indptr[static_cast<size_t>(t.seq)];
+    const int64_t cached = pb.kv_len[static_cast<size_t>(t.seq)] - (pb.qo_indptr[static_cast<size_t>(t.seq) + 1] - q0);
+    const int64_t kv_end = cached + (t.q_end - q0);
+    out.push_back(static_cast<int32_t>((kv_end + keys_per_tile - 1) / keys_per_tile));
+  }
+  return out;
+}
+
 namespace {
-// The wave model, in units of one CTA walking one key tile: CTAs run in waves
-// of cta_slots and a wave lasts as long as its longest CTA.
 constexpr int64_t kCtaOverheadTiles = 1;  // Q load, pipeline fill and output store of one CTA
 constexpr int64_t kMergeTiles = 3;        // the merge kernel: its launch and the fp32 partials' round trip
 constexpr double kMinGain = 0.8;          // split only for a predicted saving of 20 % or more
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int64_t predicted_launch_tiles(int64_t ctas, int64_t max_kv_tiles, int64_t cta_slots, int64_t splits) {
-  const int64_t waves = ceil_div(ctas * splits, cta_slots);
-  const int64_t longest_cta = ceil_div(max_kv_tiles, splits) + kCtaOverheadTiles;
-  return waves * longest_cta + (splits > 1 ? kMergeTiles : 0);
+int64_t max_of(const std::vector<int32_t>& v) {
+  int64_t m = 0;
+  for (const int32_t x : v) m = std::max<int64_t>(m, x);
+  return m;
 }
 }  // namespace
 
-int32_t choose_kv_splits(int64_t ctas, int64_t max_kv_tiles, int64_t cta_slots) {
-  if (ctas <= 0 || cta_slots <= 0 || ctas >= cta_slots) return 1;  // the grid already fills every slot
+int64_t predicted_launch_tiles(const std::vector<int32_t>& key_tiles, int64_t kv_heads, int64_t cta_slots,
+                               int64_t chunk_tiles) {
+  if (key_tiles.empty() || kv_heads <= 0 || cta_slots <= 0) return 0;
+  const int64_t max_t = max_of(key_tiles);
+  const bool split = chunk_tiles > 0 && chunk_tiles < max_t;
+  const int64_t len = split ? chunk_tiles : std::max<int64_t>(max_t, 1);
+  // CTA lengths (one per chunk; kv_heads CTAs each), longest first.
+  std::vector<int64_t> ctas;
+  for (const int32_t t : key_tiles) {
+    if (t <= 0) {
+      ctas.push_back(kCtaOverheadTiles);
+      continue;
+    }
+    for (int64_t b = 0; b < t; b += len) ctas.push_back(std::min(len, t - b) + kCtaOverheadTiles);
+  }
+  std::sort(ctas.begin(), ctas.end(), std::greater<>());
+  int64_t end = 0;
+  if (static_cast<int64_t>(ctas.size()) * kv_heads <= cta_slots) {
+    end = ctas.front();  // one wave
+  } else {
+    // Slot end times, a min-heap; a slot not used yet ends at 0.
+    std::vector<int64_t> slots;
+    slots.reserve(static_cast<size_t>(cta_slots));
+    for (const int64_t c : ctas) {
+      for (int64_t h = 0; h < kv_heads; ++h) {
+        if (static_cast<int64_t>(slots.size()) < cta_slots) {
+          slots.push_back(c);
+          std::push_heap(slots.begin(), slots.end(), std::greater<>());
+        } else {
+          std::pop_heap(slots.begin(), slots.end(), std::greater<>());
+          slots.back() += c;
+          std::push_heap(slots.begin(), slots.end(), std::greater<>());
+        }
+      }
+    }
+    end = *std::max_element(slots.begin(), slots.end());
+  }
+  return end + (split ? kMergeTiles : 0);
+}
+
+KvSplitChoice choose_kv_splits(const std::vector<int32_t>& key_tiles, int64_t kv_heads, int64_t cta_slots) {
+  if (key_tiles.empty() || kv_heads <= 0 || cta_slots <= 0) return {};
+  const int64_t max_t = max_of(key_tiles);
+  int64_t work = 0;
+  for (const int32_t t : key_tiles) work += std::max<int32_t>(t, 0);
+  work *= kv_heads;
   // Chunks shorter than kMinKvTilesPerSplit spend more on their prologue and
-  // partial store than on keys.
-  const int64_t max_splits = std::min<int64_t>(kMaxKvSplits, max_kv_tiles / kMinKvTilesPerSplit);
-  const int64_t unsplit = predicted_launch_tiles(ctas, max_kv_tiles, cta_slots, 1);
-  int64_t best = 1, best_tiles = unsplit;
-  for (int64_t s = 2; s <= max_splits; ++s) {
-    const int64_t tiles = predicted_launch_tiles(ctas, max_kv_tiles, cta_slots, s);
-    if (tiles < best_tiles) {  // strict: the fewest splits among equals (less to merge)
-      best = s;
-      best_tiles = tiles;
+  // partial store than on keys; and when the work spread evenly over the
+  // slots is already as long as the longest tile, nothing is gained.
+  const int64_t min_len = std::max<int64_t>(kMinKvTilesPerSplit, ceil_div(max_t, kMaxKvSplits));
+  if (std::max(min_len, ceil_div(work, cta_slots)) >= max_t) return {};
+  const int64_t unsplit = predicted_launch_tiles(key_tiles, kv_heads, cta_slots, 0);
+  const auto worth = static_cast<int64_t>(kMinGain * static_cast<double>(unsplit));  // slowest split kept
+  int64_t best_len = 0, best = unsplit;
+  int64_t prev = -1;
+  for (int64_t k = 2; k <= kMaxKvSplits; ++k) {
+    const int64_t len = ceil_div(max_t, k);
+    if (len < min_len) break;
+    if (len == prev) continue;
+    prev = len;
+    // No launch beats its work spread evenly over the slots; that bound only
+    // grows as the chunks shorten (more CTAs, each with its fixed cost), so
+    // once it loses, every shorter chunk loses too.
+    int64_t ctas = 0;
+    for (const int32_t t : key_tiles) ctas += std::max<int64_t>(ceil_div(t, len), 1);
+    if (ceil_div(work + ctas * kv_heads * kCtaOverheadTiles, cta_slots) + kMergeTiles > std::min(best - 1, worth)) break;
+    const int64_t t = predicted_launch_tiles(key_tiles, kv_heads, cta_slots, len);
+    if (t < best) {  // strict: the longest chunks among equals (fewer partials to merge)
+      best = t;
+      best_len = len;
     }
   }
-  return static_cast<double>(best_tiles) <= kMinGain * static_cast<double>(unsplit) ? static_cast<int32_t>(best) : 1;
+  if (best_len == 0 || static_cast<double>(best) > kMinGain * static_cast<double>(unsplit)) return {};
+  return {static_cast<int32_t>(best_len), static_cast<int32_t>(ceil_div(max_t, best_len))};
+}
+
+KvSplitChoice forced_kv_splits(const std::vector<int32_t>& key_tiles, int32_t n) {
+  const int64_t max_t = max_of(key_tiles);
+  if (n <= 1 || max_t <= 1) return {};
+  const int64_t len = ceil_div(max_t, n);
+  const int64_t chunks = ceil_div(max_t, len);
+  if (chunks <= 1) return {};
+  return {static_cast<int32_t>(len), static_cast<int32_t>(chunks)};
+}
+
+std::vector<KvChunk> kv_split_chunks(const std::vector<int32_t>& key_tiles, int32_t chunk_tiles) {
+  if (chunk_tiles < 1) throw InternalError("kv_split_chunks: chunk_tiles < 1");
+  std::vector<KvChunk> out;
+  std::vector<int32_t> len;
+  for (size_t i = key_tiles.size(); i-- > 0;) {  // later tiles first, as the single pass
+    const int32_t t = key_tiles[i];
+    for (int32_t c = 0; static_cast<int64_t>(c) * chunk_tiles < t; ++c) {
+      out.push_back({static_cast<int32_t>(i), c});
+      len.push_back(std::min(chunk_tiles, t - c * chunk_tiles));
+    }
+  }
+  std::vector<size_t> order(out.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] > len[b]; });
+  std::vector<KvChunk> sorted;
+  sorted.reserve(out.size());
+  for (const size_t i : order) sorted.push_back(out[i]);
+  return sorted;
 }
 
 }  // namespace prefixsim::gpu

@@ -80,15 +80,56 @@ std::vector<AttnTile> plan_attention_tiles(const PagedBatch& pb, int32_t q_per_t
 // right): the longest key range any CTA of the plan walks. 0 for no tiles.
 int32_t max_tile_kv_end(const PagedBatch& pb, const std::vector<AttnTile>& tiles);
 
-// Split-KV (flash-decoding) choice for an attention launch of `ctas` CTAs
-// (KV heads x query tiles) whose longest tile reads `max_kv_tiles` key tiles,
-// on a GPU holding `cta_slots` CTAs at once: into how many chunks of whole key
-// tiles each tile's key range is cut (1 = single pass, no merge). Decode and
-// short queries over long contexts give a few CTAs each walking the whole
-// context while most SMs idle; splitting trades that for a merge of fp32
-// partials. Chosen by a wave model of the launch (kv_layout.cpp).
-int32_t choose_kv_splits(int64_t ctas, int64_t max_kv_tiles, int64_t cta_slots);
+// Key tiles of keys_per_tile keys each that every tile of the plan walks
+// (ceil of the keys its last query sees), in plan order.
+std::vector<int32_t> tile_key_tiles(const PagedBatch& pb, const std::vector<AttnTile>& tiles, int32_t keys_per_tile);
+
+// Split-KV (flash-decoding) of an attention launch: every tile's key range
+// is cut into chunks of the same length, chunk_tiles key tiles (the last
+// chunk of a tile shorter), one CTA per (KV head, chunk), whose fp32
+// partials a second kernel merges. A tile of T key tiles gets
+// ceil(T / chunk_tiles) chunks: a long context among short ones is spread
+// over the GPU while the short ones stay whole. chunks = ceil(max T /
+// chunk_tiles), the most partials a row has; chunks = 1 (chunk_tiles 0) is
+// the single pass, no merge.
+struct KvSplitChoice {
+  int32_t chunk_tiles = 0;
+  int32_t chunks = 1;
+  bool split() const { return chunks > 1; }
+};
 inline constexpr int32_t kMinKvTilesPerSplit = 4;  // 256 keys of K2's 64-key tiles
-inline constexpr int32_t kMaxKvSplits = 64;
+inline constexpr int32_t kMaxKvSplits = 64;        // chunks of the longest tile at most
+
+// The automatic choice for a launch of kv_heads CTAs per tile whose tiles
+// walk key_tiles[i] key tiles (plan order), on a GPU holding cta_slots CTAs
+// at once. With W = kv_heads x sum key_tiles: no split when
+// max(kMinKvTilesPerSplit, ceil(W / cta_slots)) >= max key_tiles (the
+// launch is long enough for every slot, prefill); otherwise each chunk
+// length ceil(max T / k), k = 2..kMaxKvSplits chunks of the longest tile, at
+// least kMinKvTilesPerSplit, is timed with predicted_launch_tiles and the
+// fastest kept if it saves 20 % or more over the single pass.
+KvSplitChoice choose_kv_splits(const std::vector<int32_t>& key_tiles, int64_t kv_heads, int64_t cta_slots);
+// n chunks forced (tests, bench): chunk_tiles = ceil(max T / n); a single
+// pass when that leaves one chunk (n = 1, or a longest tile of one key tile).
+KvSplitChoice forced_kv_splits(const std::vector<int32_t>& key_tiles, int32_t n);
+
+// The wave model behind the choice, in units of one CTA walking one key tile:
+// each tile's chunks of chunk_tiles (chunk_tiles >= max T or 0: the single
+// pass, one CTA per tile and KV head) cost their key tiles plus a fixed 1
+// (Q load, pipeline fill, output store); CTAs, longest first, start on the
+// slot that frees first (cta_slots of them); the launch lasts until the last
+// ends, plus 3 for the merge when split.
+int64_t predicted_launch_tiles(const std::vector<int32_t>& key_tiles, int64_t kv_heads, int64_t cta_slots,
+                               int64_t chunk_tiles);
+
+// The work items of a split launch: (tile in plan order, chunk index) for
+// every non-empty chunk, longest chunk first (ties: later tiles of the plan
+// first, as the single pass launches them). Chunk c of tile i walks key
+// tiles [c L, min((c + 1) L, key_tiles[i])).
+struct KvChunk {
+  int32_t tile;
+  int32_t chunk;
+};
+std::vector<KvChunk> kv_split_chunks(const std::vector<int32_t>& key_tiles, int32_t chunk_tiles);
 
 }  // namespace prefixsim::gpu

@@ -1,7 +1,7 @@
 // GPU kernels of gpu/ against their fp32 CPU references (suite 'gpu').
 // The process exits 77 (meson's "skipped") when there is no usable CUDA
 // device, so CI stays green on CPU-only machines. Run on an H100 on
-// 2026-11-22: all 10 test cases pass, both attention kernels (K1, K2) and
+// 2026-11-22: all 11 test cases pass (run 8), both attention kernels (K1, K2) and
 // K2's split-KV included (gpu/bench/RESULTS.md). Any change to a kernel needs a new run
 // on a GPU: CI cannot run these.
 #define CATCH_CONFIG_RUNNER
@@ -139,8 +139,9 @@ void check_attention(const std::vector<Req>& reqs, const ref::AttnDims& d, int32
   }
 }
 
-// K2 with each tile's keys split into each of `splits` chunk counts (0: the
-// automatic choice, 1: the single pass) against one fp32 reference.
+// K2 with the longest tile's keys split into each of `splits` chunk counts
+// (the others into chunks as long; 0: the automatic choice, 1: the single
+// pass) against one fp32 reference.
 void check_k2_kv_splits(const std::vector<Req>& reqs, const ref::AttnDims& d, int32_t bs, uint32_t seed,
                         const std::vector<int>& splits) {
   const AttnCase c = make_case(reqs, d, bs, seed);
@@ -219,8 +220,10 @@ TEST_CASE("GPU paged attention (K1 and K2) matches the CPU reference on ragged b
 
 TEST_CASE("GPU K2 with the KV range split into 2, 3, 16 or 64 chunks, or as it chooses, matches the CPU reference "
           "for single requests", "[gpu][kernel][attention][split-kv]") {
-  // 64 chunks of (0,1) or (31,33) leave all but one chunk empty; (8192,1) and
-  // (4096,513) end chunks before, across and after rows' last keys.
+  // Chunks are ceil(longest / n) key tiles: (0,1) and (31,33) have one key
+  // tile, so any n runs the single pass; (8192,1) and (4096,513) end chunks
+  // before, across and after rows' last keys (64: chunks of 3 and 2 key
+  // tiles, 43 and 37 of them).
   uint32_t seed = 300;
   for (int32_t bs : {16, 32}) {
     for (const Req& r : {Req{8192, 1}, Req{31, 33}, Req{4096, 513}, Req{0, 1}, Req{1000, 999}}) {
@@ -236,7 +239,7 @@ TEST_CASE("GPU K2 with the KV range split into 2, 3, 16 or 64 chunks, or as it c
 TEST_CASE("GPU K2 with the KV range split matches the CPU reference on ragged batches with GQA groups 1..8",
           "[gpu][kernel][attention][split-kv]") {
   const std::vector<Req> prefills{{0, 1}, {17, 3}, {64, 64}, {100, 257}, {2000, 40}, {0, 129}};
-  // Decodes over very different contexts: the short ones' later chunks are empty.
+  // Decodes over very different contexts: the short ones have fewer chunks.
   const std::vector<Req> decodes{{8192, 1}, {0, 1}, {100, 1}, {2000, 1}, {4095, 1}, {31, 33}};
   uint32_t seed = 400;
   for (const ref::AttnDims& d : {ref::AttnDims{4, 4, 128}, ref::AttnDims{8, 4, 128}, ref::AttnDims{8, 2, 128},
@@ -244,6 +247,29 @@ TEST_CASE("GPU K2 with the KV range split matches the CPU reference on ragged ba
     for (const auto* batch : {&prefills, &decodes}) {
       INFO("heads " << d.num_q_heads << "/" << d.num_kv_heads << (batch == &prefills ? ", prefills" : ", decodes"));
       check_k2_kv_splits(*batch, d, 16, seed++, {2, 7, 0});
+    }
+  }
+}
+
+TEST_CASE("GPU K2 with the KV range split matches the CPU reference on decode batches of very uneven contexts",
+          "[gpu][kernel][attention][split-kv]") {
+  // One long context among short ones (the shape of real decode steps): the
+  // automatic choice cuts the long one into chunks and leaves the short ones
+  // (nearly) whole; forced counts cut the longest into 2, 7 or 64 (chunks of
+  // 157, 45 or 5 key tiles). Then the same with prefill tiles beside them,
+  // whose rows end in different chunks.
+  const std::vector<Req> decodes{{20000, 1}, {300, 1}, {4100, 1}, {64, 1}, {9000, 1}};
+  const std::vector<Req> mixed{{20000, 1}, {100, 257}, {4100, 1}, {0, 64}, {9000, 33}};
+  uint32_t seed = 500;
+  for (const ref::AttnDims& d : {ref::AttnDims{8, 2, 128}, ref::AttnDims{32, 8, 128}}) {  // GQA group 4
+    for (int32_t bs : {16, 32}) {
+      for (const auto* batch : {&decodes, &mixed}) {
+        INFO("heads " << d.num_q_heads << "/" << d.num_kv_heads << ", block size " << bs
+                      << (batch == &decodes ? ", decodes" : ", decodes and prefills"));
+        const AttnCase c = make_case(*batch, d, bs, seed);
+        CHECK(cuda::attention_kv_splits(c.step, d) > 1);
+        check_k2_kv_splits(*batch, d, bs, seed++, {0, 2, 7, 64, 1});
+      }
     }
   }
 }

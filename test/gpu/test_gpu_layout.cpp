@@ -3,7 +3,10 @@
 // model shapes. Everything here is checked against values worked out by hand.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "gpu/hd.h"
@@ -121,35 +124,148 @@ TEST_CASE("The longest key range of a tile plan is the last query's context in t
   CHECK(max_tile_kv_end(pb, {}) == 0);
 }
 
-// The H100 figures: 132 SMs x 2 resident K2 CTAs = 264 slots; llama-3.1-8b
-// has 8 KV heads.
-TEST_CASE("Split-KV splits decode and short queries over long contexts until one wave fills the GPU",
-          "[gpu][layout]") {
-  CHECK(choose_kv_splits(8, 129, 264) == 26);   // one decode at 8192: 8 CTAs -> 208, 5 key tiles each
-  CHECK(choose_kv_splits(8, 257, 264) == 33);   // 32 new tokens after 16384: one full wave of 8 key tiles
-  CHECK(choose_kv_splits(64, 129, 264) == 4);   // 8 decodes at 8192: 256 CTAs
-  CHECK(choose_kv_splits(8, 33, 264) == 7);     // one decode at 2048
-  CHECK(choose_kv_splits(128, 40, 264) == 2);   // 512 new tokens after 2048
+TEST_CASE("Key tiles per attention tile are the keys its last query sees, in whole tiles", "[gpu][layout]") {
+  const std::vector<BlockId> t(8, 1);
+  Batch b;
+  b.seqs.push_back({5, 3, t});  // tiles of 2: keys seen by their last queries 5, 7, 8
+  b.seqs.push_back({0, 4, t});
+  b.seqs.push_back({2, 0, t});  // 2
+  const PagedBatch pb = export_paged_batch(b, 4, 2);
+  CHECK(tile_key_tiles(pb, plan_attention_tiles(pb, 2), 4) == std::vector<int32_t>{2, 2, 2, 1});
+  CHECK(tile_key_tiles(pb, plan_attention_tiles(pb, 2), 1) == std::vector<int32_t>{5, 7, 8, 2});
+  CHECK(tile_key_tiles(pb, {}, 64).empty());
 }
 
-TEST_CASE("Split-KV leaves full grids, short contexts and small gains single-pass", "[gpu][layout]") {
-  CHECK(choose_kv_splits(256, 129, 264) == 1);  // 32 decodes at 8192 already fill the slots
-  CHECK(choose_kv_splits(4096, 1, 264) == 1);   // a long prefill
-  CHECK(choose_kv_splits(128, 8, 264) == 1);    // 512 new tokens, nothing cached: 2 splits save < 20 %
-  CHECK(choose_kv_splits(8, 9, 264) == 1);      // one decode at 513: likewise
-  CHECK(choose_kv_splits(8, 7, 264) == 1);      // fewer keys than two minimum chunks
-  CHECK(choose_kv_splits(0, 100, 264) == 1);    // no tiles
-  for (int64_t ctas = 1; ctas <= 300; ctas += 7) {
-    for (int64_t tiles = 1; tiles <= 600; tiles += 13) {
-      const int32_t s = choose_kv_splits(ctas, tiles, 264);
-      INFO("ctas " << ctas << ", key tiles " << tiles << " -> " << s);
-      REQUIRE((s >= 1 && s <= kMaxKvSplits));
-      if (s > 1) {
-        CHECK(ctas < 264);
-        CHECK(tiles / s >= kMinKvTilesPerSplit);  // every chunk keeps the minimum number of key tiles
-      }
+namespace {
+// The H100 figures: 132 SMs x 2 resident K2 CTAs = 264 slots; llama-3.1-8b
+// has 8 KV heads and a GQA group of 4, so a K2 tile holds 32 tokens.
+constexpr int64_t kSlots = 264, kHeads8b = 8;
+std::vector<int32_t> uniform(size_t tiles, int32_t key_tiles) { return std::vector<int32_t>(tiles, key_tiles); }
+// The key tiles of a prefill of n tokens after c cached ones, in 32-token tiles of 64-key tiles.
+std::vector<int32_t> prefill_tiles(int32_t n, int32_t c) {
+  std::vector<int32_t> v;
+  for (int32_t q = 0; q < n; q += 32) v.push_back((c + std::min(q + 32, n) + 63) / 64);
+  return v;
+}
+// ceil(T / L) chunks of the tile of T key tiles.
+int32_t chunks_of(int32_t t, const KvSplitChoice& c) { return c.split() ? (t + c.chunk_tiles - 1) / c.chunk_tiles : 1; }
+}  // namespace
+
+TEST_CASE("Split-KV cuts a lone decode's or short query's long context into chunks that fill the GPU once",
+          "[gpu][layout]") {
+  // One decode at 8192 (129 key tiles): 33 chunks of 4 key tiles, 264 CTAs.
+  KvSplitChoice c = choose_kv_splits({129}, kHeads8b, kSlots);
+  CHECK((c.chunk_tiles == 4 && c.chunks == 33));
+  // 32 new tokens after 16384: 33 chunks of 8.
+  c = choose_kv_splits({257}, kHeads8b, kSlots);
+  CHECK((c.chunk_tiles == 8 && c.chunks == 33));
+  // 8 decodes at 8192: 4 chunks of 33 each, 256 CTAs.
+  c = choose_kv_splits(uniform(8, 129), kHeads8b, kSlots);
+  CHECK((c.chunk_tiles == 33 && c.chunks == 4));
+  // One decode at 2048: 9 chunks of 4 key tiles (the last of 1).
+  c = choose_kv_splits({33}, kHeads8b, kSlots);
+  CHECK((c.chunk_tiles == 4 && c.chunks == 9));
+  // llama-3.1-70b at TP 4 (2 KV heads): a decode at 32768 (513 key tiles)
+  // stops at 64 chunks.
+  c = choose_kv_splits({513}, 2, kSlots);
+  CHECK((c.chunk_tiles == 9 && c.chunks == 57));
+}
+
+TEST_CASE("Split-KV spreads one long context of an uneven decode batch and leaves the short ones whole",
+          "[gpu][layout]") {
+  // 27 decodes at ~9.6k (150 key tiles) and one at ~60k (940): 224 CTAs
+  // under 264 slots, one of them walking 940 tiles while the rest finish
+  // after 150. A uniform cut into S chunks gains nothing; a chunk length
+  // near the short contexts' length does.
+  std::vector<int32_t> tiles = uniform(27, 150);
+  tiles.insert(tiles.begin() + 11, 940);
+  const KvSplitChoice c = choose_kv_splits(tiles, kHeads8b, kSlots);
+  INFO("chunk length " << c.chunk_tiles << ", chunks " << c.chunks);
+  REQUIRE(c.split());
+  CHECK(c.chunk_tiles >= 150);
+  CHECK(c.chunk_tiles <= 200);
+  CHECK((c.chunks >= 5 && c.chunks <= 7));
+  CHECK(chunks_of(150, c) == 1);
+  CHECK(chunks_of(940, c) == c.chunks);
+  CHECK((c.chunk_tiles == 157 && c.chunks == 6));  // 6 x 8 + 27 x 8 = 264 CTAs: one wave of at most 158
+  CHECK(predicted_launch_tiles(tiles, kHeads8b, kSlots, 0) == 941);
+  CHECK(predicted_launch_tiles(tiles, kHeads8b, kSlots, 157) == 158 + 3);
+  // The chunk list: the long tile's chunks first (five of 157, its last of
+  // 155), then the 27 whole short tiles.
+  const std::vector<KvChunk> list = kv_split_chunks(tiles, c.chunk_tiles);
+  REQUIRE(list.size() == 27 + 6);
+  for (int i = 0; i < 6; ++i) CHECK((list[static_cast<size_t>(i)].tile == 11 && list[static_cast<size_t>(i)].chunk == i));
+  for (size_t i = 6; i < list.size(); ++i) CHECK((list[i].tile != 11 && list[i].chunk == 0));
+
+  // The same long context among more short ones than the GPU holds at once
+  // (808 CTAs > 264 slots) still gains: its chunks run beside the waves of
+  // short ones instead of after them (and shorter chunks even out the waves).
+  std::vector<int32_t> many = uniform(100, 150);
+  many.push_back(940);
+  const KvSplitChoice m = choose_kv_splits(many, kHeads8b, kSlots);
+  INFO("many: chunk length " << m.chunk_tiles << ", chunks " << m.chunks);
+  CHECK(m.split());
+  CHECK(predicted_launch_tiles(many, kHeads8b, kSlots, m.chunk_tiles) < 600);
+  CHECK(predicted_launch_tiles(many, kHeads8b, kSlots, 0) == 941);
+  // And among so many that the short ones alone outlast it: single pass.
+  std::vector<int32_t> lots = uniform(400, 150);
+  lots.push_back(940);
+  CHECK(!choose_kv_splits(lots, kHeads8b, kSlots).split());
+}
+
+TEST_CASE("Split-KV leaves prefills, full grids, short contexts and small gains single-pass", "[gpu][layout]") {
+  CHECK(!choose_kv_splits(prefill_tiles(8192, 0), kHeads8b, kSlots).split());     // big prefill
+  CHECK(!choose_kv_splits(prefill_tiles(4096, 0), kHeads8b, kSlots).split());
+  CHECK(!choose_kv_splits(prefill_tiles(2048, 16384), kHeads8b, kSlots).split());
+  CHECK(!choose_kv_splits(prefill_tiles(512, 0), kHeads8b, kSlots).split());      // 2 chunks save < 20 %
+  CHECK(!choose_kv_splits(uniform(32, 129), kHeads8b, kSlots).split());           // 32 decodes at 8192 fill the slots
+  CHECK(!choose_kv_splits(uniform(256, 16), kHeads8b, kSlots).split());           // 256 decodes at 1024
+  CHECK(!choose_kv_splits({9}, kHeads8b, kSlots).split());                        // one decode at 513
+  CHECK(!choose_kv_splits({7}, kHeads8b, kSlots).split());                        // fewer keys than two chunks
+  CHECK(!choose_kv_splits({}, kHeads8b, kSlots).split());                         // no tiles
+  CHECK(choose_kv_splits(prefill_tiles(512, 2048), kHeads8b, kSlots).split());    // 16 tiles of 33..40 key tiles
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int64_t heads = 1 + rng() % 8;
+    std::vector<int32_t> tiles(1 + rng() % 60);
+    for (int32_t& t : tiles) t = 1 + static_cast<int32_t>(rng() % (trial % 2 ? 1200 : 200));
+    const KvSplitChoice c = choose_kv_splits(tiles, heads, kSlots);
+    const int32_t max_t = *std::max_element(tiles.begin(), tiles.end());
+    INFO("trial " << trial << ": " << tiles.size() << " tiles up to " << max_t << " key tiles, " << heads
+                  << " heads -> chunks of " << c.chunk_tiles << " x " << c.chunks);
+    REQUIRE((c.chunks >= 1 && c.chunks <= kMaxKvSplits));
+    if (!c.split()) continue;
+    CHECK(c.chunk_tiles >= kMinKvTilesPerSplit);  // every chunk but a tile's last keeps the minimum
+    CHECK(c.chunks == (max_t + c.chunk_tiles - 1) / c.chunk_tiles);
+    CHECK(c.chunk_tiles < max_t);
+    // What it picked is predicted 20 % faster than the single pass.
+    CHECK(predicted_launch_tiles(tiles, heads, kSlots, c.chunk_tiles) <=
+          0.8 * predicted_launch_tiles(tiles, heads, kSlots, 0));
+    // The chunk list covers every key tile of every tile once.
+    std::vector<int64_t> covered(tiles.size(), 0);
+    for (const KvChunk& k : kv_split_chunks(tiles, c.chunk_tiles)) {
+      const int32_t t = tiles[static_cast<size_t>(k.tile)];
+      REQUIRE(static_cast<int64_t>(k.chunk) * c.chunk_tiles < t);
+      covered[static_cast<size_t>(k.tile)] += std::min(c.chunk_tiles, t - k.chunk * c.chunk_tiles);
     }
+    for (size_t i = 0; i < tiles.size(); ++i) CHECK(covered[i] == tiles[i]);
   }
+}
+
+TEST_CASE("Forced split-KV cuts the longest tile into n chunks and the others into chunks as long", "[gpu][layout]") {
+  KvSplitChoice c = forced_kv_splits({129, 10}, 2);
+  CHECK((c.chunk_tiles == 65 && c.chunks == 2));
+  c = forced_kv_splits({129}, 64);  // chunks of 3 key tiles: 43 of them
+  CHECK((c.chunk_tiles == 3 && c.chunks == 43));
+  c = forced_kv_splits({5, 2, 9}, 3);
+  CHECK((c.chunk_tiles == 3 && c.chunks == 3));
+  CHECK(!forced_kv_splits({1, 1}, 64).split());  // one key tile: nothing to cut
+  CHECK(!forced_kv_splits({129}, 1).split());
+  // Longest chunks first; ties: later tiles of the plan first.
+  const std::vector<KvChunk> list = kv_split_chunks({5, 2, 9}, 4);
+  const std::vector<std::pair<int32_t, int32_t>> want{{2, 0}, {2, 1}, {0, 0}, {1, 0}, {2, 2}, {0, 1}};
+  REQUIRE(list.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) CHECK((list[i].tile == want[i].first && list[i].chunk == want[i].second));
 }
 
 TEST_CASE("bf16 conversion rounds to nearest even and round-trips every bf16 value", "[gpu][bf16]") {
