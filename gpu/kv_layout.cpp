@@ -78,16 +78,6 @@ std::vector<AttnTile> plan_attention_tiles(const PagedBatch& pb, int32_t q_per_t
   return tiles;
 }
 
-int32_t max_tile_kv_end(const PagedBatch& pb, const std::vector<AttnTile>& tiles) {
-  int32_t most = 0;
-  for (const AttnTile& t : tiles) {
-    const int32_t q0 = pb.qo_indptr[static_cast<size_t>(t.seq)];
-    const int32_t cached = pb.kv_len[static_cast<size_t>(t.seq)] - (pb.qo_indptr[static_cast<size_t>(t.seq) + 1] - q0);
-    most = std::max(most, cached + (t.q_end - q0));
-  }
-  return most;
-}
-
 std::vector<int32_t> tile_key_tiles(const PagedBatch& pb, const std::vector<AttnTile>& tiles, int32_t keys_per_tile) {
   if (keys_per_tile < 1) throw InternalError("tile_key_tiles: keys_per_tile < 1");
   std::vector<int32_t> out;

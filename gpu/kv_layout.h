@@ -76,10 +76,6 @@ struct AttnTile {
 };
 std::vector<AttnTile> plan_attention_tiles(const PagedBatch& pb, int32_t q_per_tile);
 
-// Keys seen by the last query of the tile that sees the most (causal, bottom
-// right): the longest key range any CTA of the plan walks. 0 for no tiles.
-int32_t max_tile_kv_end(const PagedBatch& pb, const std::vector<AttnTile>& tiles);
-
 // Key tiles of keys_per_tile keys each that every tile of the plan walks
 // (ceil of the keys its last query sees), in plan order.
 std::vector<int32_t> tile_key_tiles(const PagedBatch& pb, const std::vector<AttnTile>& tiles, int32_t keys_per_tile);

@@ -90,4 +90,16 @@ CliResult run_cli(const std::vector<std::string>& args, const std::string& stdin
   return r;
 }
 
+std::string with_line(const std::string& text, long line, const std::optional<std::string>& with) {
+  std::istringstream in(text);
+  std::string out, l;
+  for (long i = 1; std::getline(in, l); ++i) {
+    if (i != line)
+      out += l + "\n";
+    else if (with)
+      out += *with + "\n";
+  }
+  return out;
+}
+
 }  // namespace prefixsim::test

@@ -16,6 +16,9 @@ std::optional<std::string> shared_path(const std::string& rel);
 // A fresh empty directory under the build's temp area.
 std::string temp_dir(const std::string& tag);
 std::string read_file(const std::string& path);
+// `text` with its line `line` (1-based) replaced by `with`, or removed when
+// `with` is empty: one bad-input case per line of a good file.
+std::string with_line(const std::string& text, long line, const std::optional<std::string>& with);
 // One parsed JSON value per non-empty line (golden outputs, runner outputs).
 std::vector<nlohmann::json> parse_jsonl(const std::string& text);
 

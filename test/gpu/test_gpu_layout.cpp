@@ -112,18 +112,6 @@ TEST_CASE("Attention tiles cover each sequence's new tokens without crossing seq
   CHECK((tiles[3].seq == 2 && tiles[3].q_begin == 5 && tiles[3].q_end == 7));
 }
 
-TEST_CASE("The longest key range of a tile plan is the last query's context in the tile that sees most",
-          "[gpu][layout]") {
-  const std::vector<BlockId> t(8, 1);
-  Batch b;
-  b.seqs.push_back({5, 3, t});  // tiles of 2: keys seen by their last queries 5, 7, 8
-  b.seqs.push_back({0, 4, t});
-  b.seqs.push_back({2, 0, t});  // 2
-  const PagedBatch pb = export_paged_batch(b, 4, 2);
-  CHECK(max_tile_kv_end(pb, plan_attention_tiles(pb, 2)) == 8);
-  CHECK(max_tile_kv_end(pb, {}) == 0);
-}
-
 TEST_CASE("Key tiles per attention tile are the keys its last query sees, in whole tiles", "[gpu][layout]") {
   const std::vector<BlockId> t(8, 1);
   Batch b;

@@ -61,19 +61,6 @@ std::string synthetic_file(const CostCoefficients& c) {
   return text;
 }
 
-// `text` with its line `line` (1-based) replaced, or removed when `with` is empty.
-std::string with_line(const std::string& text, long line, std::optional<std::string> with) {
-  std::istringstream in(text);
-  std::string out, l;
-  for (long i = 1; std::getline(in, l); ++i) {
-    if (i != line)
-      out += l + "\n";
-    else if (with)
-      out += *with + "\n";
-  }
-  return out;
-}
-
 void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 }  // namespace
@@ -144,8 +131,8 @@ TEST_CASE("fitting a synthetic samples file recovers the known coefficients", "[
 TEST_CASE("a TP profile timed on one shard gets the roofline's all-reduce; one timed whole does not",
           "[calibration]") {
   // llama-3.1-70b at TP 4: the measured (synthetic) times are one shard's.
-  std::string text = with_line(synthetic_file(truth()), 8, "# model: llama-3.1-70b");
-  text = with_line(text, 9, "# tp: 4");
+  std::string text = test::with_line(synthetic_file(truth()), 8, "# model: llama-3.1-70b");
+  text = test::with_line(text, 9, "# tp: 4");
   const CalibrationSamples one = parse_calibration_samples(text, "one.csv");
   CHECK(one.shards_timed == 1);  // the default: what prefixsim-gpu-bench does
   const Calibration cal = calibrate(one, "one.csv", "h100-sxm-80gb");
@@ -159,7 +146,7 @@ TEST_CASE("a TP profile timed on one shard gets the roofline's all-reduce; one t
   CHECK_THAT(cal.profile.provenance, Contains("all-reduce not timed (one of 4 shards timed alone)"));
 
   // All four shards timed together: the all-reduce is in the times already.
-  text = with_line(text, 12, "# shards_timed: 4");
+  text = test::with_line(text, 12, "# shards_timed: 4");
   const CalibrationSamples all = parse_calibration_samples(text, "all.csv");
   CHECK(all.shards_timed == 4);
   const Calibration whole = calibrate(all, "all.csv", "h100-sxm-80gb");
@@ -258,7 +245,7 @@ TEST_CASE("bad samples files are refused naming the file, the line and the field
   };
   for (const Case& c : cases) {
     INFO(c.what);
-    const std::string text = with_line(good, c.line, c.to);
+    const std::string text = test::with_line(good, c.line, c.to);
     CHECK_THROWS_AS(parse_calibration_samples(text, "s.csv"), InputError);
     CHECK_THROWS_WITH(parse_calibration_samples(text, "s.csv"),
                       Catch::Matchers::StartsWith(c.where) && Contains(c.msg));

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "sim/error.h"
 #include "sim/steps_file.h"
@@ -28,18 +27,6 @@ const std::string kGood =
     "1,512,0\n"
     "1,1,1024\n"
     "3,1,1025\n";
-
-std::string with_line(const std::string& text, long line, std::optional<std::string> to) {
-  std::istringstream in(text);
-  std::string out, l;
-  for (long i = 1; std::getline(in, l); ++i) {
-    if (i != line)
-      out += l + "\n";
-    else if (to)
-      out += *to + "\n";
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -95,7 +82,7 @@ TEST_CASE("bad steps files are refused naming the file, the line and the field",
   };
   for (const Case& c : cases) {
     INFO(c.what);
-    const std::string text = with_line(kGood, c.line, c.to);
+    const std::string text = test::with_line(kGood, c.line, c.to);
     CHECK_THROWS_AS(parse_steps_file(text, "s.csv"), InputError);
     CHECK_THROWS_WITH(parse_steps_file(text, "s.csv"), Catch::Matchers::StartsWith(c.where) && Contains(c.msg));
   }
