@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "sim/error.h"
 
@@ -192,22 +193,17 @@ KvSplitChoice forced_kv_splits(const std::vector<int32_t>& key_tiles, int32_t n)
 
 std::vector<KvChunk> kv_split_chunks(const std::vector<int32_t>& key_tiles, int32_t chunk_tiles) {
   if (chunk_tiles < 1) throw InternalError("kv_split_chunks: chunk_tiles < 1");
-  std::vector<KvChunk> out;
-  std::vector<int32_t> len;
-  for (size_t i = key_tiles.size(); i-- > 0;) {  // later tiles first, as the single pass
+  std::vector<std::pair<int32_t, KvChunk>> by_len;  // (key tiles the chunk walks, chunk)
+  for (size_t i = key_tiles.size(); i-- > 0;) {    // later tiles first, as the single pass
     const int32_t t = key_tiles[i];
-    for (int32_t c = 0; static_cast<int64_t>(c) * chunk_tiles < t; ++c) {
-      out.push_back({static_cast<int32_t>(i), c});
-      len.push_back(std::min(chunk_tiles, t - c * chunk_tiles));
-    }
+    for (int32_t c = 0; static_cast<int64_t>(c) * chunk_tiles < t; ++c)
+      by_len.push_back({std::min(chunk_tiles, t - c * chunk_tiles), {static_cast<int32_t>(i), c}});
   }
-  std::vector<size_t> order(out.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] > len[b]; });
-  std::vector<KvChunk> sorted;
-  sorted.reserve(out.size());
-  for (const size_t i : order) sorted.push_back(out[i]);
-  return sorted;
+  std::stable_sort(by_len.begin(), by_len.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<KvChunk> out;
+  out.reserve(by_len.size());
+  for (const auto& [len, chunk] : by_len) out.push_back(chunk);
+  return out;
 }
 
 }  // namespace prefixsim::gpu

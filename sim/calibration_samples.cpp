@@ -15,6 +15,7 @@
 #include "sim/atomic_file.h"
 #include "sim/error.h"
 #include "sim/json_out.h"
+#include "sim/text_fields.h"
 
 namespace prefixsim {
 
@@ -25,54 +26,7 @@ constexpr std::string_view kCsvHeader = "kind,seqs,new_tokens,attn_units,context
 constexpr const char* kColumns[] = {"kind", "seqs", "new_tokens", "attn_units", "context_tokens", "ms"};
 constexpr size_t kNumColumns = std::size(kColumns);
 
-// Where a value came from; every error names the file, the line and the field.
-struct Loc {
-  const std::string& file;
-  long line;
-  [[noreturn]] void fail(std::string_view field, const std::string& msg) const {
-    throw InputError(file, line, "field '" + std::string(field) + "': " + msg);
-  }
-  [[noreturn]] void fail(const std::string& msg) const { throw InputError(file, line, msg); }
-};
-
-// A value as quoted in a message: a binary or runaway line must not flood the terminal.
-std::string shown(std::string_view v) {
-  constexpr size_t kMax = 60;
-  return "'" + std::string(v.substr(0, kMax)) + (v.size() > kMax ? "...'" : "'");
-}
-
-// The whole of `v` as a number. from_chars takes no locale, no leading space
-// and no '+'; it does parse "nan" and "inf", which the range checks refuse.
-template <typename T>
-std::optional<T> to_number(std::string_view v) {
-  T x{};
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (v.empty() || ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
-  return x;
-}
-
-// `what` completes "must be ...", e.g. "a positive integer".
-int64_t integer_in(const Loc& at, std::string_view field, std::string_view v, int64_t lo, int64_t hi,
-                   const std::string& what) {
-  const auto x = to_number<int64_t>(v);
-  if (!x || *x < lo || *x > hi) at.fail(field, "must be " + what + ", not " + shown(v));
-  return *x;
-}
-
-// A finite number >= lo (> lo when `open`) and <= hi.
-double number_in(const Loc& at, std::string_view field, std::string_view v, double lo, bool open, double hi,
-                 const std::string& what) {
-  const auto x = to_number<double>(v);
-  if (!x || !std::isfinite(*x) || *x < lo || (open && *x == lo) || *x > hi)
-    at.fail(field, "must be " + what + ", not " + shown(v));
-  return *x;
-}
-
-std::string_view trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
+using Loc = TextLoc;
 
 // ---- header ----------------------------------------------------------------
 
@@ -102,14 +56,7 @@ constexpr HeaderKey kHeaderKeys[] = {
     {"gpu.driver", true, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.gpu.driver = v; }},
     {"gpu.cuda", true, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.gpu.cuda = v; }},
     {"model", true,
-     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
-       try {
-         s.model = find_model(v, "").name;
-       } catch (const InputError& e) {  // "...: unknown model 'x' (known: ...)", relocated to this line
-         const std::string msg = e.what();
-         at.fail("model", msg.substr(msg.find("unknown")));
-       }
-     }},
+     [](CalibrationSamples& s, const Loc& at, std::string_view v) { s.model = model_in(at, "model", v); }},
     {"tp", true,
      [](CalibrationSamples& s, const Loc& at, std::string_view v) {
        s.tp = static_cast<int>(integer_in(at, "tp", v, 1, 64, "an integer in [1, 64]"));
@@ -168,16 +115,6 @@ void require_all_keys(const Loc& at, const long (&seen_at)[kNumHeaderKeys]) {
 
 // ---- rows ------------------------------------------------------------------
 
-std::vector<std::string_view> split_commas(std::string_view line) {
-  std::vector<std::string_view> out;
-  for (size_t start = 0;;) {
-    const size_t comma = line.find(',', start);
-    out.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-    if (comma == std::string_view::npos) return out;
-    start = comma + 1;
-  }
-}
-
 StepKind parse_kind(const Loc& at, std::string_view v) {
   for (StepKind k : kStepKinds)
     if (v == to_string(k)) return k;
@@ -208,19 +145,6 @@ void parse_row(const Loc& at, std::string_view line, CalibrationSamples& out) {
                                   shown(f[4]));
   out.samples.push_back({b, ms / 1000});
   out.kinds.push_back(kind);
-}
-
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // a file saved with CRLF
-    lines.push_back(line);
-    start = end + 1;
-  }
-  return lines;
 }
 
 std::string provenance(const CalibrationSamples& s, const std::string& samples_file) {
@@ -276,6 +200,8 @@ CalibrationSamples read_calibration_samples(const std::string& path) {
   return parse_calibration_samples(read_whole_file(path, "samples file"), path);
 }
 
+bool allreduce_untimed(const CalibrationSamples& s) { return s.tp > 1 && s.shards_timed == 1; }
+
 std::vector<StepSample> samples_of_kind(const CalibrationSamples& s, StepKind k) {
   std::vector<StepSample> out;
   for (size_t i = 0; i < s.samples.size(); ++i)
@@ -302,7 +228,7 @@ Calibration calibrate(const CalibrationSamples& s, const std::string& samples_fi
   p.coefficients = c.fit.coefficients;
   p.fit = c.fit.fit;
   p.provenance = provenance(s, samples_file);
-  if (s.tp > 1 && s.shards_timed == 1) {
+  if (allreduce_untimed(s)) {
     // One shard timed alone: its times hold no all-reduce. Price it as the
     // roofline does rather than let the profile claim TP costs nothing.
     const GpuSpec& g = find_gpu(gpu_catalog);
@@ -336,7 +262,7 @@ Validation validate_profile(const Profile& p, const CalibrationSamples& s) {
     throw InputError("--profile: the profile is for " + p.model + " at TP " + std::to_string(p.tp) +
                      ", the samples for " + s.model + " at TP " + std::to_string(s.tp));
   CostCoefficients c = p.coefficients;
-  if (s.tp > 1 && s.shards_timed == 1) {
+  if (allreduce_untimed(s)) {
     CostCoefficients comm;  // what the profile charges for TP, which one shard's times hold none of
     add_tensor_parallel_comm(comm, find_model(s.model), find_gpu(p.gpu.catalog), s.tp);
     c.allreduce_s_per_token = std::max(0.0, c.allreduce_s_per_token - comm.allreduce_s_per_token);

@@ -64,6 +64,9 @@ struct CalibrationSamples {
 CalibrationSamples read_calibration_samples(const std::string& path);
 CalibrationSamples parse_calibration_samples(const std::string& text, const std::string& file);
 
+// One shard of a TP > 1 model timed alone: the times hold no all-reduce.
+bool allreduce_untimed(const CalibrationSamples& s);
+
 // The samples of one kind, in file order.
 std::vector<StepSample> samples_of_kind(const CalibrationSamples& s, StepKind k);
 

@@ -178,7 +178,7 @@ int validate_command(const Args& args) {
               << error_line("all", v.all);
     for (StepKind k : kStepKinds)
       if (v.by_kind[static_cast<size_t>(k)].steps) std::cout << error_line(to_string(k), v.by_kind[static_cast<size_t>(k)]);
-    if (s.tp > 1 && s.shards_timed == 1)
+    if (allreduce_untimed(s))
       std::cout << "  (one shard was timed: the profile's all-reduce term, which it did not time, is left out)\n";
   }
   if (limit >= 0 && v.all.mape * 100 > limit) {

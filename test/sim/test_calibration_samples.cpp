@@ -17,6 +17,7 @@
 #include "sim/cost_model.h"
 #include "sim/error.h"
 #include "sim/profile.h"
+#include "test/bad_lines.h"
 #include "test/sim/synthetic_steps.h"
 #include "test/support.h"
 
@@ -199,14 +200,7 @@ TEST_CASE("prefixsim gpu calibrate writes the fitted profile and summarises the 
 TEST_CASE("bad samples files are refused naming the file, the line and the field", "[calibration]") {
   const std::string good = synthetic_file(truth());
   const long row = kFirstRowLine;
-  struct Case {
-    const char* what;
-    long line;                      // the line to replace
-    std::optional<std::string> to;  // its replacement; none: the line is removed
-    std::string where;              // "FILE:LINE: ..." as the message must start
-    std::string msg;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<test::BadLine> cases = {
       {"missing first line", 1, std::nullopt, "s.csv:1: field 'schema'", "prefixsim.calibration-samples/1"},
       {"another schema", 1, "# prefixsim.calibration-samples/2", "s.csv:1: field 'schema'", "must be"},
       {"unknown header key", 2, "# gpu.nmae: NVIDIA H100 80GB HBM3", "s.csv:2: field 'gpu.nmae'",
@@ -243,13 +237,7 @@ TEST_CASE("bad samples files are refused naming the file, the line and the field
        "must be 1 (one shard timed alone) or tp (1), not 2"},
       {"shards_timed 0", 12, "# shards_timed: 0", "s.csv:12: field 'shards_timed'", "not '0'"},
   };
-  for (const Case& c : cases) {
-    INFO(c.what);
-    const std::string text = test::with_line(good, c.line, c.to);
-    CHECK_THROWS_AS(parse_calibration_samples(text, "s.csv"), InputError);
-    CHECK_THROWS_WITH(parse_calibration_samples(text, "s.csv"),
-                      Catch::Matchers::StartsWith(c.where) && Contains(c.msg));
-  }
+  test::check_bad_lines(good, "s.csv", cases, parse_calibration_samples);
   CHECK_THROWS_WITH(parse_calibration_samples("", "s.csv"), Contains("s.csv:1: field 'schema'"));
   CHECK_THROWS_WITH(parse_calibration_samples(kHeader.substr(0, kHeader.rfind("kind")), "s.csv"),
                     Contains("s.csv:13:") && Contains("missing the CSV header"));

@@ -10,6 +10,7 @@
 
 #include "sim/error.h"
 #include "sim/steps_file.h"
+#include "test/bad_lines.h"
 #include "test/support.h"
 
 using namespace prefixsim;
@@ -58,13 +59,7 @@ TEST_CASE("a steps file written by StepsWriter reads back step for step", "[step
 }
 
 TEST_CASE("bad steps files are refused naming the file, the line and the field", "[steps]") {
-  struct Case {
-    const char* what;
-    long line;
-    std::optional<std::string> to;
-    std::string where, msg;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<test::BadLine> cases = {
       {"no schema line", 1, std::nullopt, "s.csv:1: field 'schema'", "prefixsim.steps/1"},
       {"unknown key", 5, "# sorce: x", "s.csv:5: field 'sorce'", "not a steps header key"},
       {"unknown model", 2, "# model: llama-9", "s.csv:2: field 'model'", "unknown model 'llama-9'"},
@@ -80,12 +75,7 @@ TEST_CASE("bad steps files are refused naming the file, the line and the field",
       {"steps going back", 9, "0,1,1025", "s.csv:9: field 'step'", "not '0'"},
       {"row after a blank line", 8, "", "s.csv:9:", "blank line"},
   };
-  for (const Case& c : cases) {
-    INFO(c.what);
-    const std::string text = test::with_line(kGood, c.line, c.to);
-    CHECK_THROWS_AS(parse_steps_file(text, "s.csv"), InputError);
-    CHECK_THROWS_WITH(parse_steps_file(text, "s.csv"), Catch::Matchers::StartsWith(c.where) && Contains(c.msg));
-  }
+  test::check_bad_lines(kGood, "s.csv", cases, parse_steps_file);
   CHECK_THROWS_WITH(parse_steps_file(kGood + "2,1,1025\n", "s.csv"), Contains("s.csv:10: field 'step'") &&
                                                                         Contains("ascend (2 after 3)"));
   CHECK_THROWS_WITH(parse_steps_file(kGood.substr(0, kGood.find("1,512")), "s.csv"), Contains("no steps"));
