@@ -2,7 +2,9 @@
 // (BlockFuture), which request will next look up each cached block, and
 // evicts the free block whose next use lies farthest in the future (never
 // used again first); among equal next uses the deeper block goes first, so a
-// prefix chain is cut from its tail. (Belady, "A study of replacement
+// prefix chain is cut from its tail. Blocks never used again go first, in
+// release order: their order among themselves changes no hit (none of them
+// is looked up again) and no eviction count, so they need no sorting. (Belady, "A study of replacement
 // algorithms for a virtual-storage computer", IBM Systems Journal 1966.)
 //
 // Not a proven optimum here: with blocks pinned by running requests and
@@ -11,13 +13,15 @@
 // The replay must call on_request(i) before request i's lookup, and cache
 // blocks with their keys (an interned PreparedTrace replay).
 //
-// The order, (next use descending, depth descending, release ascending), is
-// kept in a RunQueue (never used again = the farthest use of all). A
-// request's blocks are released deepest first, and a block's next use is
-// never earlier than its parent's (every lookup that reaches it passed its
-// parent), so each request's releases are one sorted run. A block's key is
-// fixed when it is released, as in a heap. `fast=false` keeps one heap over
-// the same keys, the reference the runs are tested against.
+// Blocks never used again (most of them, on real traces) wait in a FIFO
+// list. The others' order, (next use descending, depth descending, release
+// ascending), is kept in a RunQueue. A request's blocks are released
+// deepest first, and a block's next use is never earlier than its parent's
+// (every lookup that reaches it passed its parent), so each request's
+// releases are one sorted run. A block's key is fixed when it is released,
+// as in a heap. `fast=false` keeps every block in one heap, never-used ones
+// keyed (farthest, release), the reference the list and runs are tested
+// against.
 #pragma once
 
 #include <memory>
@@ -31,8 +35,11 @@ namespace prefixsim {
 
 class BeladyPolicy final : public CachedFirstPolicy {
  public:
-  explicit BeladyPolicy(std::shared_ptr<const BlockFuture> future, bool fast = true)
-      : future_(std::move(future)), fast_(fast) {}
+  // never_by_depth (reference heap only): never-used blocks ordered like
+  // the others, deepest first, as before they had their list; a test holds
+  // that this changes no result.
+  explicit BeladyPolicy(std::shared_ptr<const BlockFuture> future, bool fast = true, bool never_by_depth = false)
+      : future_(std::move(future)), fast_(fast), never_by_depth_(never_by_depth && !fast) {}
   std::string name() const override { return "belady"; }
   void on_request(uint64_t seq) override { now_ = seq; }
 
@@ -44,28 +51,47 @@ class BeladyPolicy final : public CachedFirstPolicy {
     now_ = 0;
     tick_ = 0;
     queue_.reset(num_blocks, !fast_);
+    never_.reset(num_blocks);
   }
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
     id_[b] = info.key;  // kNoKey (a pool that is not keyed): no known future
     depth_[b] = info.depth;
   }
   void on_access(BlockId b, bool was_free) override {
-    if (was_free) queue_.erase(b);
+    if (!was_free) return;
+    if (never_.contains(b))
+      never_.unlink(b);  // only for a block cached without a key
+    else
+      queue_.erase(b);
   }
   void on_release(BlockId b) override {
     ++tick_;
-    // Farthest next use = smallest key; then deepest; then LRU.
     const uint32_t next = next_use(b);
+    // Farthest next use = smallest key; then deepest; then LRU.
     const uint64_t deepest_first = (static_cast<uint64_t>(UINT32_MAX - depth_[b]) << 32) | (tick_ & 0xffffffffu);
-    queue_.push(b, {next != BlockFuture::kNever ? -static_cast<double>(next) : -1e300, deepest_first});
+    if (next != BlockFuture::kNever)
+      queue_.push(b, {-static_cast<double>(next), deepest_first});
+    else if (fast_)
+      never_.push_back(b);
+    else
+      queue_.push(b, {-1e300, never_by_depth_ ? deepest_first : tick_});
   }
   BlockId evict() override {
+    if (!never_.empty()) {
+      const BlockId b = never_.pop_front();
+      // Hints, as lru gives them: the next victim's index slot, the one
+      // after's pool state.
+      const BlockId near = never_.front();
+      prefetch_victims(near == kNoBlock ? kNoBlock : never_.next(near), near);
+      return b;
+    }
     const BlockId b = queue_.pop();
     prefetch_victims(queue_.peek(kFarVictim), queue_.peek(kNearVictim));
     return b;
   }
   size_t policy_bytes() const override {
-    return queue_.bytes() + (id_.capacity() + depth_.capacity() + cursor_.capacity()) * sizeof(uint32_t);
+    return queue_.bytes() + never_.bytes() +
+           (id_.capacity() + depth_.capacity() + cursor_.capacity()) * sizeof(uint32_t);
   }
 
  private:
@@ -83,12 +109,14 @@ class BeladyPolicy final : public CachedFirstPolicy {
 
   std::shared_ptr<const BlockFuture> future_;
   bool fast_;
+  bool never_by_depth_;
   std::vector<uint32_t> id_;      // key of each cached block's hash
   std::vector<uint32_t> depth_;
   std::vector<uint32_t> cursor_;  // per key: first use not yet passed
   uint64_t now_ = 0;
   uint64_t tick_ = 0;   // one per release: the LRU tie-break
-  RunQueue queue_;  // by (next use, depth, release)
+  IntrusiveList never_;  // free blocks never used again, in release order
+  RunQueue queue_;       // the others, by (next use, depth, release)
 };
 
 }  // namespace prefixsim

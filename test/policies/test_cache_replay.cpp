@@ -195,6 +195,34 @@ TEST_CASE("fifo's cursor, leaf-first's lists and the bucket queues of lfu-da, gd
   }
 }
 
+// belady evicts never-used-again blocks in release order, not deepest first
+// as it once did: other blocks go, but no hit or eviction count may change.
+TEST_CASE("belady's order among blocks never used again changes no hit and no eviction count",
+          "[cache-replay][property][belady]") {
+  constexpr int32_t B = 4;
+  for (uint64_t seed = 41; seed <= 46; ++seed) {
+    const auto trace = small_trace(seed, 400);
+    const PreparedTrace t = prepare_trace(trace, B);
+    const auto future = BlockFuture::build(t.num_keys(), t.size(), [&](size_t i) { return t.lookup_keys(i); });
+    for (int64_t blocks : {8, 20, 50, 120}) {
+      INFO("seed " << seed << " blocks " << blocks);
+      CacheReplayer now(B, blocks, std::make_unique<BeladyPolicy>(future), true, t.num_keys());
+      CacheReplayer before(B, blocks, std::make_unique<BeladyPolicy>(future, false, true), true, t.num_keys());
+      bool orders_differ = false;
+      for (size_t i = 0; i < t.size(); ++i) {
+        now.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+        before.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+        REQUIRE(now.result().hit_tokens == before.result().hit_tokens);
+        REQUIRE(now.result().evictions == before.result().evictions);
+        for (BlockId b = 1; b < blocks && !orders_differ; ++b)
+          orders_differ = now.pool().is_cached(b) != before.pool().is_cached(b) ||
+                          (now.pool().is_cached(b) && now.pool().hash_of(b) != before.pool().hash_of(b));
+      }
+      if (blocks == 20) REQUIRE(orders_differ);  // the test sees two different orders
+    }
+  }
+}
+
 TEST_CASE("lfu's per-count lists evict exactly as its heap does, hot blocks beyond the lists included",
           "[cache-replay][property][lfu]") {
   constexpr int32_t B = 4;
