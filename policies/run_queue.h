@@ -20,6 +20,10 @@
 //     once closed (a request's releases stay one run: its blocks are
 //     released together, between two requests' evictions);
 //   - heap_: the closed runs that may still hold entries, by head key;
+//     a node carries its run's head entry, and the runs at the heap's
+//     second level (consumed next) get the entry after their head
+//     prefetched: runs interleave finely, so by the time a run is
+//     consumed again its arena line has left the cache;
 //   - front_: the next evictions, merged out of the runs a batch at a
 //     time. Every key left in a run is at or above front_'s last, so the
 //     merge only ever appends; a push below it spills front_ back into the
@@ -168,10 +172,26 @@ class RunQueue {
     const uint64_t ordered = (bits >> 63) ? ~bits : bits | (uint64_t{1} << 63);
     return (static_cast<Key128>(ordered) << 64) | k.secondary;
   }
+  static HeapKey decode(Key128 k) {
+    const uint64_t ordered = static_cast<uint64_t>(k >> 64);
+    const uint64_t bits = (ordered >> 63) ? ordered & ~(uint64_t{1} << 63) : ~ordered;
+    return {std::bit_cast<double>(bits), static_cast<uint64_t>(k)};
+  }
+  // A run in the heap carries its head entry, so moving the head to the
+  // front reads no arena line (by then long gone from the cache).
   struct Node {
-    Key128 key;  // the run's head key (a lower bound if the head is dead)
+    Key128 key;  // the run's head key (its entry may be dead)
     uint32_t run;
+    BlockId block;
+    uint32_t stamp;
   };
+  static Node node_of(const Entry& e, uint32_t run) { return {encode(e.key), run, e.block, e.stamp}; }
+  static Entry entry_of(const Node& n) { return {decode(n.key), n.block, n.stamp}; }
+  // Hints the CPU to fetch the entry after r's head, which consuming the
+  // head will read.
+  void prefetch_after_head(const Run& r) const {
+    if (r.hi - r.lo >= 2) __builtin_prefetch(arena_.data() + (r.dir >= 0 ? r.lo + 1 : r.hi - 2));
+  }
   struct Meta {
     uint32_t stamp = 0;  // pushes so far
     uint32_t in = 0;     // in the queue
@@ -188,9 +208,11 @@ class RunQueue {
       front_head_ = 0;
     }
     for (size_t i = 0; i < kMergeBatch && !heap_.empty(); ++i) {
-      const Run& r = runs_[heap_.front().run];
-      front_.push_back(arena_[head(r)]);
+      front_.push_back(entry_of(heap_.front()));
       advance_heap_front();
+      // The runs at the heap's second level are consumed next: start
+      // fetching the entry each will need then.
+      for (size_t c = 1; c < std::min<size_t>(heap_.size(), 3); ++c) prefetch_after_head(runs_[heap_[c].run]);
     }
   }
   // A key below the front's last is pushed: the front's unconsumed entries
@@ -227,7 +249,7 @@ class RunQueue {
       heap_.pop_back();
       if (!heap_.empty()) sift_down(0);
     } else {
-      t.key = encode(arena_[head(r)].key);
+      t = node_of(arena_[head(r)], t.run);
       sift_down(0);
     }
   }
@@ -243,7 +265,7 @@ class RunQueue {
     runs_[open_] = {arena_.size(), arena_.size(), 0};
   }
   void close_open() {
-    heap_.push_back({encode(arena_[head(runs_[open_])].key), open_});
+    heap_.push_back(node_of(arena_[head(runs_[open_])], open_));
     sift_up(heap_.size() - 1);
     open_ = kNone;
   }
@@ -290,7 +312,7 @@ class RunQueue {
     heap.reserve(heap_.size());
     for (const Node& n : heap_) {
       if (keep(n.run))
-        heap.push_back({encode(next[head(runs_[n.run])].key), n.run});
+        heap.push_back(node_of(next[head(runs_[n.run])], n.run));
       else
         free_runs_.push_back(n.run);
     }
