@@ -71,8 +71,11 @@ std::vector<BenchMetric> bench_compare_all(const BenchOptions& o) {
     for (const PolicyInfo& p : policy_registry()) pairs.emplace_back(p.name, tok / kBlockSize + 1);
   const auto replay_start = std::chrono::steady_clock::now();
   const unsigned n = std::max(1u, std::thread::hardware_concurrency());
-  parallel_for(pairs.size(), static_cast<int>(n),
-               [&](size_t i) { run_cache_replay(t, pairs[i].second, make_policy(pairs[i].first, ctx)); });
+  const auto order = heaviest_first(pairs.size(), [&](size_t i) { return pairs[i].second; });  // as compare does
+  parallel_for(order.size(), static_cast<int>(n), [&](size_t k) {
+    const auto& [name, blocks] = pairs[order[k]];
+    run_cache_replay(t, blocks, make_policy(name, ctx));
+  });
   const double replay_s = seconds_since(replay_start);
   return {{"total_s", prepare_s + replay_s, "s"},
           {"prepare_s", prepare_s, "s"},

@@ -27,4 +27,16 @@ void parallel_for(size_t n, int threads, F&& fn) {
   for (auto& t : pool) t.join();
 }
 
+// Indices 0..n-1 by descending weight(i), ties in index order. Handed to
+// parallel_for in this order, the heaviest items start first and the light
+// ones fill the end, so no thread idles long while another finishes a big
+// one (longest-processing-time-first; Graham 1969).
+template <class W>
+std::vector<size_t> heaviest_first(size_t n, W&& weight) {
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weight(a) > weight(b); });
+  return order;
+}
+
 }  // namespace prefixsim

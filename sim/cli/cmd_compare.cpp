@@ -303,7 +303,10 @@ int cmd_compare(const Args& args) {
   threads = std::min<int>(threads, static_cast<int>(pairs.size()));
   const bool check = vm.count("check-invariants") > 0;
   std::vector<PairResult> results(pairs.size());
-  parallel_for(pairs.size(), threads, [&](size_t i) {
+  // Bigger pools replay slower: they go first.
+  const auto order = heaviest_first(pairs.size(), [&](size_t i) { return sizes[pairs[i].size].num_blocks; });
+  parallel_for(order.size(), threads, [&](size_t k) {
+    const size_t i = order[k];
     results[i] = run_pair(mode, trace, engine_in, specs[pairs[i].policy], ctx, sizes[pairs[i].size].num_blocks, check);
   });
   for (const PairResult& r : results)

@@ -18,3 +18,9 @@ TEST_CASE("parallel_for runs every index exactly once on any number of threads",
     }
   }
 }
+
+TEST_CASE("heaviest_first orders indices by descending weight, ties in index order", "[parallel]") {
+  const std::vector<int> w = {3, 9, 3, 1, 9};
+  REQUIRE(heaviest_first(w.size(), [&](size_t i) { return w[i]; }) == std::vector<size_t>{1, 4, 0, 2, 3});
+  REQUIRE(heaviest_first(0, [](size_t) { return 0; }).empty());
+}
