@@ -63,13 +63,25 @@ void require_same_blocks(const CacheReplayer& a, const CacheReplayer& b, int64_t
 
 // Replays t under two policies side by side, checking after every request
 // that they made the same choices.
+// A small interned trace (400 requests) and its future, for belady.
+std::pair<PreparedTrace, std::shared_ptr<const BlockFuture>> small_trace_with_future(uint64_t seed, int32_t B) {
+  PreparedTrace t = prepare_trace(small_trace(seed, 400), B);
+  auto future = BlockFuture::build(t.num_keys(), t.size(), [&](size_t i) { return t.lookup_keys(i); });
+  return {std::move(t), std::move(future)};
+}
+
+// Replays request i of t on both.
+void step_both(CacheReplayer& a, CacheReplayer& b, const PreparedTrace& t, size_t i) {
+  for (CacheReplayer* r : {&a, &b})
+    r->step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+}
+
 void require_same_evictions(const PreparedTrace& t, int64_t blocks, std::unique_ptr<EvictionPolicy> x,
                             std::unique_ptr<EvictionPolicy> y) {
   CacheReplayer a(t.block_size, blocks, std::move(x), true, t.num_keys());
   CacheReplayer b(t.block_size, blocks, std::move(y), true, t.num_keys());
   for (size_t i = 0; i < t.size(); ++i) {
-    a.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
-    b.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+    step_both(a, b, t, i);
     require_same_blocks(a, b, blocks);
   }
   REQUIRE(a.result().hit_tokens == b.result().hit_tokens);
@@ -184,9 +196,7 @@ TEST_CASE("fifo's cursor, leaf-first's lists and the bucket queues of lfu-da, gd
       {"belady", [](bool fast, const Future& f) { return std::make_unique<BeladyPolicy>(f, fast); }},
   };
   for (uint64_t seed = 31; seed <= 34; ++seed) {
-    const auto trace = small_trace(seed, 400);
-    const PreparedTrace t = prepare_trace(trace, B);
-    const auto future = BlockFuture::build(t.num_keys(), t.size(), [&](size_t i) { return t.lookup_keys(i); });
+    const auto [t, future] = small_trace_with_future(seed, B);
     for (int64_t blocks : {8, 20, 50})
       for (const Case& c : cases) {
         INFO("seed " << seed << " blocks " << blocks << " " << c.name);
@@ -201,17 +211,14 @@ TEST_CASE("belady's order among blocks never used again changes no hit and no ev
           "[cache-replay][property][belady]") {
   constexpr int32_t B = 4;
   for (uint64_t seed = 41; seed <= 46; ++seed) {
-    const auto trace = small_trace(seed, 400);
-    const PreparedTrace t = prepare_trace(trace, B);
-    const auto future = BlockFuture::build(t.num_keys(), t.size(), [&](size_t i) { return t.lookup_keys(i); });
+    const auto [t, future] = small_trace_with_future(seed, B);
     for (int64_t blocks : {8, 20, 50, 120}) {
       INFO("seed " << seed << " blocks " << blocks);
       CacheReplayer now(B, blocks, std::make_unique<BeladyPolicy>(future), true, t.num_keys());
       CacheReplayer before(B, blocks, std::make_unique<BeladyPolicy>(future, false, true), true, t.num_keys());
       bool orders_differ = false;
       for (size_t i = 0; i < t.size(); ++i) {
-        now.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
-        before.step_keys(t.keys_of(i), t.key_hashes, t.requests[i].prompt_len, t.requests[i].total_len);
+        step_both(now, before, t, i);
         REQUIRE(now.result().hit_tokens == before.result().hit_tokens);
         REQUIRE(now.result().evictions == before.result().evictions);
         for (BlockId b = 1; b < blocks && !orders_differ; ++b)
