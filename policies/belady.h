@@ -2,9 +2,9 @@
 // (BlockFuture), which request will next look up each cached block, and
 // evicts the free block whose next use lies farthest in the future (never
 // used again first); among equal next uses the deeper block goes first, so a
-// prefix chain is cut from its tail. Blocks never used again go first, in
-// release order: their order among themselves changes no hit (none of them
-// is looked up again) and no eviction count, so they need no sorting. (Belady, "A study of replacement
+// prefix chain is cut from its tail; blocks never used again go in release
+// order, as their order among themselves changes no hit (none of them is
+// looked up again) and no eviction count. (Belady, "A study of replacement
 // algorithms for a virtual-storage computer", IBM Systems Journal 1966.)
 //
 // Not a proven optimum here: with blocks pinned by running requests and
@@ -67,12 +67,14 @@ class BeladyPolicy final : public CachedFirstPolicy {
   void on_release(BlockId b) override {
     ++tick_;
     const uint32_t next = next_use(b);
+    if (next == BlockFuture::kNever && fast_) {
+      never_.push_back(b);  // no depth read: most releases end here
+      return;
+    }
     // Farthest next use = smallest key; then deepest; then LRU.
     const uint64_t deepest_first = (static_cast<uint64_t>(UINT32_MAX - depth_[b]) << 32) | (tick_ & 0xffffffffu);
     if (next != BlockFuture::kNever)
       queue_.push(b, {-static_cast<double>(next), deepest_first});
-    else if (fast_)
-      never_.push_back(b);
     else
       queue_.push(b, {-1e300, never_by_depth_ ? deepest_first : tick_});
   }

@@ -26,8 +26,6 @@ constexpr std::string_view kCsvHeader = "kind,seqs,new_tokens,attn_units,context
 constexpr const char* kColumns[] = {"kind", "seqs", "new_tokens", "attn_units", "context_tokens", "ms"};
 constexpr size_t kNumColumns = std::size(kColumns);
 
-using Loc = TextLoc;
-
 // ---- header ----------------------------------------------------------------
 
 // The ranges match what read_profile accepts, so a file that reads here
@@ -35,47 +33,47 @@ using Loc = TextLoc;
 struct HeaderKey {
   const char* key;
   bool required;
-  void (*set)(CalibrationSamples& s, const Loc& at, std::string_view v);
+  void (*set)(CalibrationSamples& s, const TextLoc& at, std::string_view v);
 };
 
 constexpr HeaderKey kHeaderKeys[] = {
-    {"gpu.name", true, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.gpu.name = v; }},
+    {"gpu.name", true, [](CalibrationSamples& s, const TextLoc&, std::string_view v) { s.gpu.name = v; }},
     {"gpu.sm_count", true,
-     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+     [](CalibrationSamples& s, const TextLoc& at, std::string_view v) {
        s.gpu.sm_count =
            static_cast<int>(integer_in(at, "gpu.sm_count", v, 1, 100000, "a positive integer (at most 100000)"));
      }},
     {"gpu.sm_clock_mhz", true,
-     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+     [](CalibrationSamples& s, const TextLoc& at, std::string_view v) {
        s.gpu.sm_clock_mhz = number_in(at, "gpu.sm_clock_mhz", v, 0, false, 1e5, "a number in [0, 100000]");
      }},
     {"gpu.mem_clock_mhz", true,
-     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+     [](CalibrationSamples& s, const TextLoc& at, std::string_view v) {
        s.gpu.mem_clock_mhz = number_in(at, "gpu.mem_clock_mhz", v, 0, false, 1e5, "a number in [0, 100000]");
      }},
-    {"gpu.driver", true, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.gpu.driver = v; }},
-    {"gpu.cuda", true, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.gpu.cuda = v; }},
+    {"gpu.driver", true, [](CalibrationSamples& s, const TextLoc&, std::string_view v) { s.gpu.driver = v; }},
+    {"gpu.cuda", true, [](CalibrationSamples& s, const TextLoc&, std::string_view v) { s.gpu.cuda = v; }},
     {"model", true,
-     [](CalibrationSamples& s, const Loc& at, std::string_view v) { s.model = model_in(at, "model", v); }},
+     [](CalibrationSamples& s, const TextLoc& at, std::string_view v) { s.model = model_in(at, "model", v); }},
     {"tp", true,
-     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+     [](CalibrationSamples& s, const TextLoc& at, std::string_view v) {
        s.tp = static_cast<int>(integer_in(at, "tp", v, 1, 64, "an integer in [1, 64]"));
      }},
     {"block_size", true,
-     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+     [](CalibrationSamples& s, const TextLoc& at, std::string_view v) {
        s.block_size = static_cast<int>(integer_in(at, "block_size", v, 1, 65536, "an integer in [1, 65536]"));
      }},
     // The profile this file becomes requires an ISO date; say so here, at the
     // samples' line, rather than when the profile is written.
     {"date", true,
-     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+     [](CalibrationSamples& s, const TextLoc& at, std::string_view v) {
        if (!looks_like_iso_date(v)) at.fail("date", "must be an ISO 8601 date (YYYY-MM-DD...), not " + shown(v));
        s.date = v;
      }},
-    {"runner", false, [](CalibrationSamples& s, const Loc&, std::string_view v) { s.runner = v; }},
+    {"runner", false, [](CalibrationSamples& s, const TextLoc&, std::string_view v) { s.runner = v; }},
     // Checked against tp once every header line is read (check_shards_timed).
     {"shards_timed", false,
-     [](CalibrationSamples& s, const Loc& at, std::string_view v) {
+     [](CalibrationSamples& s, const TextLoc& at, std::string_view v) {
        s.shards_timed = static_cast<int>(integer_in(at, "shards_timed", v, 1, 64, "an integer in [1, 64]"));
        s.shards_timed_line = at.line;
      }},
@@ -89,7 +87,8 @@ std::string known_keys() {
 }
 
 // "# key: value" -> sets the field; `seen_at[i]` remembers the line of key i.
-void parse_header_line(const Loc& at, std::string_view line, CalibrationSamples& out, long (&seen_at)[kNumHeaderKeys]) {
+void parse_header_line(const TextLoc& at, std::string_view line, CalibrationSamples& out,
+                       long (&seen_at)[kNumHeaderKeys]) {
   const std::string_view body = trim(line.substr(1));
   const size_t colon = body.find(':');
   if (colon == std::string_view::npos)
@@ -107,7 +106,7 @@ void parse_header_line(const Loc& at, std::string_view line, CalibrationSamples&
   at.fail(key, "is not a samples header key (typo?); the keys are " + known_keys());
 }
 
-void require_all_keys(const Loc& at, const long (&seen_at)[kNumHeaderKeys]) {
+void require_all_keys(const TextLoc& at, const long (&seen_at)[kNumHeaderKeys]) {
   for (size_t i = 0; i < kNumHeaderKeys; ++i)
     if (kHeaderKeys[i].required && !seen_at[i])
       at.fail(kHeaderKeys[i].key, "missing from the header (every key but 'runner' is required)");
@@ -115,13 +114,13 @@ void require_all_keys(const Loc& at, const long (&seen_at)[kNumHeaderKeys]) {
 
 // ---- rows ------------------------------------------------------------------
 
-StepKind parse_kind(const Loc& at, std::string_view v) {
+StepKind parse_kind(const TextLoc& at, std::string_view v) {
   for (StepKind k : kStepKinds)
     if (v == to_string(k)) return k;
   at.fail("kind", "must be prefill, decode or mixed, not " + shown(v));
 }
 
-void parse_row(const Loc& at, std::string_view line, CalibrationSamples& out) {
+void parse_row(const TextLoc& at, std::string_view line, CalibrationSamples& out) {
   const std::vector<std::string_view> f = split_commas(line);
   if (f.size() < kNumColumns)
     at.fail(kColumns[f.size()], "missing: the row has " + std::to_string(f.size()) + " of the " +
@@ -169,7 +168,7 @@ const char* to_string(StepKind k) {
 
 CalibrationSamples parse_calibration_samples(const std::string& text, const std::string& file) {
   const std::vector<std::string_view> lines = split_lines(text);
-  auto at = [&](size_t i) { return Loc{file, static_cast<long>(i) + 1}; };
+  auto at = [&](size_t i) { return TextLoc{file, static_cast<long>(i) + 1}; };
   if (lines.empty() || lines[0] != kMagic)
     at(0).fail("schema", "the first line must be '" + std::string(kMagic) + "', not " +
                              shown(lines.empty() ? std::string_view() : lines[0]));
@@ -181,7 +180,7 @@ CalibrationSamples parse_calibration_samples(const std::string& text, const std:
     parse_header_line(at(i), lines[i], out, seen_at);
   require_all_keys(at(i), seen_at);
   if (out.shards_timed != 1 && out.shards_timed != out.tp)
-    Loc{file, out.shards_timed_line}.fail("shards_timed", "must be 1 (one shard timed alone) or tp (" +
+    TextLoc{file, out.shards_timed_line}.fail("shards_timed", "must be 1 (one shard timed alone) or tp (" +
                                                               std::to_string(out.tp) + "), not " +
                                                               std::to_string(out.shards_timed));
 

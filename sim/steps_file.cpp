@@ -27,16 +27,16 @@ StepsWriter::StepsWriter(const std::string& path, const std::string& model, int 
 }
 
 void StepsWriter::add(uint64_t step, const Batch& batch) {
-  std::string rows;
+  rows_.clear();
   for (const ScheduledSeq& s : batch.seqs) {
-    append_int(rows, static_cast<int64_t>(step));
-    rows.push_back(',');
-    append_int(rows, s.num_new_tokens);
-    rows.push_back(',');
-    append_int(rows, s.num_computed_tokens);
-    rows.push_back('\n');
+    append_int(rows_, static_cast<int64_t>(step));
+    rows_.push_back(',');
+    append_int(rows_, s.num_new_tokens);
+    rows_.push_back(',');
+    append_int(rows_, s.num_computed_tokens);
+    rows_.push_back('\n');
   }
-  file_.stream() << rows;
+  file_.stream() << rows_;
   ++steps_;
 }
 
@@ -96,6 +96,8 @@ StepsFile parse_steps_file(const std::string& text, const std::string& file) {
   return out;
 }
 
-StepsFile read_steps_file(const std::string& path) { return parse_steps_file(read_whole_file(path, "steps file"), path); }
+StepsFile read_steps_file(const std::string& path) {
+  return parse_steps_file(read_whole_file(path, "steps file"), path);
+}
 
 }  // namespace prefixsim

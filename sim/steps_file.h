@@ -55,6 +55,7 @@ class StepsWriter {
 
  private:
   AtomicFile file_;
+  std::string rows_;  // one step's rows, reused from step to step
   uint64_t steps_ = 0;
 };
 
