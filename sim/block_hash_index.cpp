@@ -17,10 +17,9 @@ void BlockHashIndex::reset(int32_t num_blocks, const std::vector<BlockHash>* has
 
 void BlockHashIndex::insert(BlockId b) {
   const BlockHash& h = (*hashes_)[b];
-  nodes_[b] = {kNoBlock, tag_of(h)};
-  BlockId* link = &buckets_[home(h)];
-  while (*link != kNoBlock) link = &nodes_[*link].next;
-  *link = b;
+  BlockId& head = buckets_[home(h)];
+  nodes_[b] = {head, tag_of(h)};
+  head = b;
   ++size_;
 }
 
@@ -36,10 +35,13 @@ void BlockHashIndex::erase(BlockId b) {
 }
 
 BlockId BlockHashIndex::next_duplicate(BlockId b) const {
+  // Chains are newest first: the next duplicate in insertion order is the
+  // last block of the same hash met before b.
   const BlockHash& h = (*hashes_)[b];
-  for (BlockId c = nodes_[b].next; c >= 0; c = nodes_[c].next)
-    if (nodes_[c].tag == nodes_[b].tag && (*hashes_)[c] == h) return c;
-  return kNoBlock;
+  BlockId later = kNoBlock;
+  for (BlockId c = buckets_[home(h)]; c != b && c >= 0; c = nodes_[c].next)
+    if (nodes_[c].tag == nodes_[b].tag && (*hashes_)[c] == h) later = c;
+  return later;
 }
 
 }  // namespace prefixsim

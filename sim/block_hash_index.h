@@ -6,10 +6,12 @@
 // mismatch. Equality is always decided on the full hash.
 //
 // Caching never deduplicates (vLLM keeps every block id under a hash), so a
-// chain may hold several blocks of one hash. Inserts append to the chain's
-// tail, so a chain is in insertion order and the first block of a hash met
-// on it is the *earliest-inserted* one still cached: find() returns it, as
-// vLLM's dict-of-dicts does.
+// chain may hold several blocks of one hash. Inserts go to the chain's head
+// (one store, no walk: an insert reads no other block's node), so a chain is
+// newest first and the *last* block of a hash met on it is the
+// earliest-inserted one still cached: find() returns it, as vLLM's
+// dict-of-dicts does. Chains average under 1.5 blocks, so walking a whole
+// chain costs a find little; a miss walks it whole anyway.
 //
 // Compared with open addressing (backward-shift deletion, which the pool
 // used before): erasing a block unlinks it from a chain of about one node
@@ -32,14 +34,15 @@ class BlockHashIndex {
 
   BlockId find(const BlockHash& h) const {
     const uint32_t t = tag_of(h);
+    BlockId earliest = kNoBlock;
     for (BlockId b = buckets_[home(h)]; b != kNoBlock; b = nodes_[b].next)
-      if (nodes_[b].tag == t && (*hashes_)[b] == h) return b;
-    return kNoBlock;
+      if (nodes_[b].tag == t && (*hashes_)[b] == h) earliest = b;
+    return earliest;
   }
   // Hints the CPU to fetch the bucket of h (a lookup soon to come).
   void prefetch(const BlockHash& h) const { __builtin_prefetch(&buckets_[home(h)]); }
   bool contains_block(BlockId b) const { return nodes_[b].next != kNotCached; }
-  // Inserts b under (*hashes)[b], after any block already there.
+  // Inserts b under (*hashes)[b], as the newest block of its hash.
   void insert(BlockId b);
   // Removes b (which must be cached).
   void erase(BlockId b);

@@ -11,6 +11,7 @@
 #include "policies/greedy_dual.h"
 #include "policies/leaf_first.h"
 #include "policies/lfu.h"
+#include "sim/block_hash_index.h"
 #include "sim/dense_key_index.h"
 #include "sim/error.h"
 #include "sim/kv_cache_manager.h"
@@ -281,6 +282,37 @@ TEST_CASE("the dense key index keeps duplicates in insertion order, as the hash 
   REQUIRE(ix.find(0) == 3);
   REQUIRE(ix.key_of(3) == 0);
   REQUIRE_THROWS_AS(ix.erase(6), InternalError);
+}
+
+TEST_CASE("the hash index finds the earliest-inserted block of a hash, whatever shares its chain", "[cache-replay]") {
+  // An 8-block index has 32 buckets; both hashes land in bucket 3 with equal
+  // tags (high bits), so only the full hash tells them apart.
+  std::vector<BlockHash> hashes(8);
+  const BlockHash a{3, 0xabcdULL << 32}, b{(1ULL << 40) | 3, 0xabcdULL << 32};
+  BlockHashIndex ix;
+  ix.reset(8, &hashes);
+  REQUIRE(ix.find(a) == kNoBlock);
+  for (auto [blk, h] : {std::pair{5, a}, {6, b}, {2, a}, {7, a}, {1, b}}) {
+    hashes[static_cast<size_t>(blk)] = h;
+    ix.insert(blk);
+  }
+  REQUIRE(ix.find(a) == 5);
+  REQUIRE(ix.find(b) == 6);
+  REQUIRE(ix.next_duplicate(5) == 2);
+  REQUIRE(ix.next_duplicate(2) == 7);
+  REQUIRE(ix.next_duplicate(7) == kNoBlock);
+  REQUIRE(ix.next_duplicate(6) == 1);
+  ix.erase(2);  // from the middle
+  REQUIRE(ix.next_duplicate(5) == 7);
+  REQUIRE_FALSE(ix.contains_block(2));
+  ix.erase(5);  // the earliest: the next earliest takes its place
+  REQUIRE(ix.find(a) == 7);
+  ix.erase(6);
+  REQUIRE(ix.find(b) == 1);
+  ix.erase(7);
+  REQUIRE(ix.find(a) == kNoBlock);
+  REQUIRE(ix.size() == 1);
+  REQUIRE_THROWS_AS(ix.erase(3), InternalError);
 }
 
 TEST_CASE("cache replay counts a request larger than the pool as refused, never silently", "[cache-replay]") {
