@@ -8,6 +8,10 @@
 // has a dense key, and a per-key array replaces the hash table, so
 // membership is one load instead of a probe. Callers pass (hash, key) and
 // the list uses whichever it indexes by; both modes give the same answers.
+// The keyed ring holds bare keys (4 bytes, not a 24-byte slot): a slot is
+// live exactly when its key's entry still points back at it, so a ghost hit
+// writes nothing to the ring, and dropping the oldest ghosts (a sequential
+// walk) can fetch their per-key entries, random loads, ahead of time.
 #pragma once
 
 #include <cstdint>
@@ -22,13 +26,16 @@ class GhostList {
  public:
   void reset(int64_t capacity, uint32_t num_keys = 0) {
     cap_ = capacity < 1 ? 1 : capacity;
-    ring_.assign(static_cast<size_t>(cap_), Slot{});
     keyed_ = num_keys > 0;
     if (keyed_) {
+      key_ring_.assign(static_cast<size_t>(cap_), kNoKey);
       by_key_.assign(num_keys, kEmpty);
+      std::vector<Slot>().swap(ring_);
       std::vector<int32_t>().swap(table_);
       mask_ = 0;
     } else {
+      ring_.assign(static_cast<size_t>(cap_), Slot{});
+      std::vector<uint32_t>().swap(key_ring_);
       std::vector<int32_t>().swap(by_key_);
       uint64_t t = 16;
       while (t < static_cast<uint64_t>(cap_) * 2) t <<= 1;
@@ -50,14 +57,15 @@ class GhostList {
   void push(const BlockHash& h, uint32_t key = kNoKey) {
     if (contains(h, key)) return;
     if (count_ == cap_) pop_oldest();
-    const int64_t slot = (head_ + count_) % cap_;
-    ring_[static_cast<size_t>(slot)] = Slot{h, key, true};
+    const int64_t slot = wrap(head_ + count_);
     ++count_;
     ++live_;
     if (keyed_) {
+      key_ring_[static_cast<size_t>(slot)] = key;
       by_key_[key] = static_cast<int32_t>(slot);
       return;
     }
+    ring_[static_cast<size_t>(slot)] = Slot{h, true};
     uint64_t i = home(h);
     while (table_[i] != kEmpty) i = (i + 1) & mask_;
     table_[i] = static_cast<int32_t>(slot);
@@ -67,9 +75,8 @@ class GhostList {
     if (keyed_) {
       int32_t& s = by_key_[checked(key)];
       if (s == kEmpty) return false;
-      ring_[static_cast<size_t>(s)].live = false;
+      s = kEmpty;  // its ring slot is dead now: the key no longer points at it
       --live_;
-      s = kEmpty;
       return true;
     }
     const uint64_t i = table_index(h);
@@ -82,31 +89,46 @@ class GhostList {
   // Drops the oldest live ghost (no-op when empty).
   void pop_oldest() {
     while (count_ > 0) {
-      Slot& s = ring_[static_cast<size_t>(head_)];
-      head_ = (head_ + 1) % cap_;
+      const int64_t slot = head_;
+      head_ = wrap(head_ + 1);
       --count_;
+      if (keyed_) {
+        // The ring is walked in order, so the per-key entries of the ghosts
+        // a few slots on can be fetched now (a hint: no effect on results).
+        if (count_ > kAhead) __builtin_prefetch(&by_key_[key_ring_[static_cast<size_t>(wrap(slot + kAhead))]]);
+        const uint32_t key = key_ring_[static_cast<size_t>(slot)];
+        if (by_key_[key] == static_cast<int32_t>(slot)) {
+          by_key_[key] = kEmpty;
+          --live_;
+          return;
+        }
+        continue;
+      }
+      Slot& s = ring_[static_cast<size_t>(slot)];
       if (s.live) {
-        erase(s.hash, s.key);
+        erase(s.hash);
         return;
       }
     }
   }
   size_t bytes() const {
-    return ring_.capacity() * sizeof(Slot) + (table_.capacity() + by_key_.capacity()) * sizeof(int32_t);
+    return ring_.capacity() * sizeof(Slot) + key_ring_.capacity() * sizeof(uint32_t) +
+           (table_.capacity() + by_key_.capacity()) * sizeof(int32_t);
   }
 
  private:
-  struct Slot {
+  struct Slot {  // hash mode
     BlockHash hash;
-    uint32_t key = kNoKey;
     bool live = false;
   };
   uint32_t checked(uint32_t key) const {
     if (key >= by_key_.size()) throw InternalError("ghost list: a keyed list was given no key");
     return key;
   }
+  int64_t wrap(int64_t i) const { return i >= cap_ ? i - cap_ : i; }
   static constexpr int32_t kEmpty = -1;
   static constexpr uint64_t kNone = ~uint64_t{0};
+  static constexpr int64_t kAhead = 8;
 
   uint64_t home(const BlockHash& h) const { return (h.lo ^ (h.hi >> 7)) & mask_; }
   uint64_t table_index(const BlockHash& h) const {
@@ -137,9 +159,10 @@ class GhostList {
     table_[hole] = kEmpty;
   }
 
-  std::vector<Slot> ring_;
-  std::vector<int32_t> table_;
-  std::vector<int32_t> by_key_;  // keyed mode: ring slot of each key's live ghost, or kEmpty
+  std::vector<Slot> ring_;          // hash mode: ghosts in insertion order
+  std::vector<int32_t> table_;      // hash mode: hash -> ring slot
+  std::vector<uint32_t> key_ring_;  // keyed mode: the ghosts' keys in insertion order
+  std::vector<int32_t> by_key_;     // keyed mode: ring slot of each key's live ghost, or kEmpty
   bool keyed_ = false;
   uint64_t mask_ = 0;
   int64_t cap_ = 1;
