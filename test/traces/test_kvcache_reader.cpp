@@ -1,9 +1,9 @@
 // kv-cache-tester conversations: folder, tar archives and a single file;
 // per-file namespacing of the local hash ids; seeded Poisson conversation
-// starts with recorded offsets kept; the real claude-code archive.
+// starts with recorded offsets kept. The real claude-code archive is read in
+// test_kvcache_reader_real.cpp (suite 'real').
 #include <catch2/catch.hpp>
 #include <map>
-#include <set>
 
 #include "test/support.h"
 #include "test/traces/trace_test_util.h"
@@ -93,24 +93,4 @@ TEST_CASE("tar archives (gzip, xz) and a single file read like the folder", "[tr
   const auto single = read_all(data_path("traces/kvcache/trace_0000.json"));
   REQUIRE(single.size() == 4);
   CHECK(single[0].hash_ids == by_id(folder).at("trace_0000#0").hash_ids);
-}
-
-TEST_CASE("the claude-code archive reads 710 conversations and 49,334 requests", "[traces][kvcache][real]") {
-  const auto archive = shared_path("traces/claude-code/traces.tar.xz");
-  if (!archive) PREFIXSIM_SKIP("../shared/traces/claude-code is absent");
-  auto src = open_trace(*archive, {});
-  Request r;
-  uint64_t n = 0;
-  TimeNs last = 0;
-  bool ordered = true;
-  std::set<std::string> sessions;
-  while (src->next(r)) {
-    ++n;
-    ordered = ordered && r.arrival >= last;
-    last = r.arrival;
-    sessions.insert(r.session);
-  }
-  CHECK(ordered);
-  CHECK(n == 49334);
-  CHECK(sessions.size() == 710);
 }
