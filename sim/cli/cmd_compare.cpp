@@ -15,16 +15,19 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <unistd.h>
 
 #include "policies/block_future.h"
 #include "policies/registry.h"
 #include "prefixsim_config.h"
 #include "sim/atomic_file.h"
 #include "sim/parallel_for.h"
+#include "sim/progress_line.h"
 #include "sim/cache_replay.h"
 #include "sim/catalog.h"
 #include "sim/cli/commands.h"
@@ -305,10 +308,20 @@ int cmd_compare(const Args& args) {
   std::vector<PairResult> results(pairs.size());
   // Bigger pools replay slower: they go first.
   const auto order = heaviest_first(pairs.size(), [&](size_t i) { return sizes[pairs[i].size].num_blocks; });
+  // Pairs done so far, on a terminal (a whole archive can take minutes).
+  ProgressLine progress(!vm.count("quiet") && ::isatty(2));
+  std::mutex progress_mu;
+  size_t done = 0;
   parallel_for(order.size(), threads, [&](size_t k) {
     const size_t i = order[k];
     results[i] = run_pair(mode, trace, engine_in, specs[pairs[i].policy], ctx, sizes[pairs[i].size].num_blocks, check);
+    const std::lock_guard<std::mutex> lock(progress_mu);
+    ++done;
+    if (progress.due())
+      progress.draw("compare: " + std::to_string(done) + " of " + std::to_string(pairs.size()) + " pairs done (last: " +
+                    names[pairs[i].policy] + " at " + std::to_string(sizes[pairs[i].size].num_blocks) + " blocks)");
   });
+  progress.clear();
   for (const PairResult& r : results)
     if (r.error) std::rethrow_exception(r.error);
 

@@ -14,9 +14,7 @@ constexpr double kNsPerS = 1e9;
 }
 
 ReplayCollector::ReplayCollector(int32_t block_size, double interval_s, bool progress)
-    : block_size_(block_size), interval_s_(interval_s), show_progress_(progress) {
-  started_ = last_draw_ = std::chrono::steady_clock::now();
-}
+    : block_size_(block_size), interval_s_(interval_s), progress_(progress) {}
 
 SeriesRow& ReplayCollector::row_at(double t_s) {
   size_t i = static_cast<size_t>(t_s / interval_s_);
@@ -101,7 +99,7 @@ void ReplayCollector::on_step(const StepRecord& s) {
   usage_time_ += s.kv_usage * d;
   busy_time_ += d;
   usage_max_ = std::max(usage_max_, s.kv_usage);
-  if (show_progress_) progress(s);
+  if (progress_.due()) progress(s);
 }
 
 void ReplayCollector::on_request_refused(const Request& r, const std::string& reason) {
@@ -109,19 +107,15 @@ void ReplayCollector::on_request_refused(const Request& r, const std::string& re
 }
 
 void ReplayCollector::progress(const StepRecord& s) {
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ < std::chrono::milliseconds(200)) return;
-  if (!drew_ && now - started_ < std::chrono::seconds(1)) return;  // short runs draw nothing
-  last_draw_ = now;
-  drew_ = true;
-  std::fprintf(stderr, "\rreplay: %llu requests finished, simulated %.1f s, %zu waiting, %zu running   ",
-               static_cast<unsigned long long>(finished_), static_cast<double>(s.start) / kNsPerS, s.waiting,
-               s.running);
-  std::fflush(stderr);
+  char text[160];
+  std::snprintf(text, sizeof text, "replay: %llu requests finished, simulated %.1f s, %zu waiting, %zu running",
+                static_cast<unsigned long long>(finished_), static_cast<double>(s.start) / kNsPerS, s.waiting,
+                s.running);
+  progress_.draw(text);
 }
 
 void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
-  if (drew_) std::fprintf(stderr, "\r%100s\r", "");
+  progress_.clear();
   TimedResults t;
   t.latency_ms.ttft = ttft_.summary_ms();
   t.latency_ms.queue = queue_.summary_ms();

@@ -5,12 +5,12 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <vector>
 
 #include "reports/run_report.h"
 #include "sim/engine.h"
+#include "sim/progress_line.h"
 #include "sim/steps_file.h"
 
 namespace prefixsim::cli {
@@ -68,10 +68,8 @@ class ReplayCollector final : public EngineObserver {
   uint64_t steps_every_ = 1;
 
   const BlockPool* check_pool_ = nullptr;
-  bool show_progress_;
+  ProgressLine progress_;
   uint64_t finished_ = 0;
-  std::chrono::steady_clock::time_point started_, last_draw_;
-  bool drew_ = false;
 };
 
 }  // namespace prefixsim::cli
