@@ -86,6 +86,11 @@ class BlockHashChain {
   // from (id, sub-block); a partial tail keeps synthetic tokens derived from
   // (id, position) so that later tokens (decode output) complete it by content.
   void append_identity(uint64_t id, int64_t len);
+  // Room for the hashes of a sequence of `tokens` tokens, so appending up to
+  // that many allocates nothing more.
+  void reserve_tokens(int64_t tokens) {
+    if (block_size_ > 0 && tokens > 0) hashes_.reserve(static_cast<size_t>(tokens / block_size_));
+  }
 
   const std::vector<BlockHash>& hashes() const { return hashes_; }
   // Runs of whole engine blocks that one trace identity produced together

@@ -90,7 +90,11 @@ class IdealHitSource final : public RequestSource {
  public:
   static constexpr size_t kMaxDistinctBlocks = size_t{1} << 24;
 
-  IdealHitSource(RequestSource& inner, int32_t block_size) : inner_(inner), block_size_(block_size) {}
+  // hand_on_chain: give each request its prompt's hash chain
+  // (Request::prompt_chain), for a consumer that hashes every request at
+  // once (cache mode); the engine hashes a request only when it is looked up.
+  IdealHitSource(RequestSource& inner, int32_t block_size, bool hand_on_chain = true)
+      : inner_(inner), block_size_(block_size), hand_on_chain_(hand_on_chain) {}
 
   bool next(Request& out) override {
     if (!inner_.next(out)) return false;
@@ -101,7 +105,7 @@ class IdealHitSource final : public RequestSource {
     }
     chain_.reset(block_size_, &out.extras);
     out.append_prompt_to(chain_);
-    out.prompt_chain = chain_;  // handed on, so the replay does not hash the prompt again
+    if (hand_on_chain_) out.prompt_chain = chain_;  // so the replay does not hash the prompt again
     const size_t max_hit = static_cast<size_t>((out.prompt_len - 1) / block_size_);
     const size_t hit = walk(max_hit);
     outputs_.clear();
@@ -175,6 +179,7 @@ class IdealHitSource final : public RequestSource {
 
   RequestSource& inner_;
   int32_t block_size_;
+  bool hand_on_chain_;
   BlockHashChain chain_;
   std::vector<int32_t> outputs_;
   FingerprintTable<false> blocks_;  // single blocks

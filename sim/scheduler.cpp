@@ -73,13 +73,11 @@ SlotId Scheduler::add_request(Request&& r) {
   }
   Seq& q = *seqs_[s];
   q.req = std::move(r);
-  // Hashes are only needed when something can be cached.
-  if (kv_.pool().caching_enabled()) {
-    q.req.take_prompt_chain(q.chain, kv_.block_size());
-  } else {
-    q.chain.reset(kv_.block_size(), &q.req.extras);
-    q.req.prompt_chain = BlockHashChain{};
-  }
+  // The prompt is hashed at its first lookup (prepare_for_lookup), not here:
+  // a deep waiting queue would otherwise hold a hash chain per request.
+  q.chain.reset(kv_.block_size(), &q.req.extras);
+  q.req.prompt_chain = BlockHashChain{};
+  q.prepared = false;
   q.kv.blocks.clear();
   q.kv.num_cached = 0;
   q.num_tokens = q.req.prompt_len;
@@ -94,10 +92,27 @@ SlotId Scheduler::add_request(Request&& r) {
   return s;
 }
 
+void Scheduler::prepare_for_lookup(Seq& q) {
+  if (q.prepared) return;
+  q.prepared = true;
+  // Sized for the whole sequence: decoding appends without regrowing.
+  // (Capped by the pool: a trace's output_len may be far beyond what runs.)
+  const int64_t most =
+      std::min<int64_t>(q.req.prompt_len + q.max_tokens, int64_t{kv_.pool().num_usable()} * kv_.block_size());
+  q.kv.blocks.reserve(static_cast<size_t>(blocks_for(most)));
+  // Hashes are only needed when something can be cached.
+  if (!kv_.pool().caching_enabled()) return;
+  q.chain.reserve_tokens(most);
+  q.req.append_prompt_to(q.chain);
+}
+
 void Scheduler::release(SlotId s) {
   Seq& q = *seqs_[s];
-  q.req = Request{};  // the request's own data goes now; the slot's scratch capacity stays for reuse
-  q.chain.reset(kv_.block_size(), &q.req.extras);
+  q.req = Request{};  // the request's own data goes now
+  // So do its chain and block table: the slot may next hold a request that
+  // waits long before its first lookup.
+  q.chain = BlockHashChain(kv_.block_size(), &q.req.extras);
+  std::vector<BlockId>().swap(q.kv.blocks);
   free_slots_.push_back(s);
   --live_;
 }
@@ -175,6 +190,7 @@ void Scheduler::schedule_waiting(int64_t& budget) {
     const SlotId s = waiting_.front();
     Seq& q = *seqs_[s];
     kv_.pool().policy().on_request(lookup_counter_++);
+    prepare_for_lookup(q);
     // The lookup's stats are recorded now, whether or not it is admitted (§8).
     const LookupResult hit = kv_.lookup(q.chain, q.num_tokens, q.num_preemptions > 0);
     int64_t n = q.num_tokens - hit.hit_tokens;

@@ -139,6 +139,9 @@ class Scheduler {
   uint32_t num_preemptions(SlotId s) const { return seqs_[s]->num_preemptions; }
   SeqStatus status(SlotId s) const { return seqs_[s]->status; }
   const KvSeq& kv_seq(SlotId s) const { return seqs_[s]->kv; }
+  // Whether the request's prompt has been hashed: at its first lookup, so a
+  // request still queued behind the head holds no hashes.
+  bool hashed(SlotId s) const { return seqs_[s]->prepared && kv_.pool().caching_enabled(); }
 
   size_t num_waiting() const { return waiting_.size(); }
   size_t num_running() const { return running_.size(); }
@@ -160,6 +163,7 @@ class Scheduler {
     uint64_t token_key = 0;    // TokenSource::prepare()
     uint32_t num_preemptions = 0;
     SeqStatus status = SeqStatus::kWaiting;
+    bool prepared = false;  // prepare_for_lookup ran: chain holds the prompt
   };
 
   void schedule_running(int64_t& budget, bool& preempted_any);
@@ -167,6 +171,7 @@ class Scheduler {
   void preempt(SlotId victim);
   void push_scheduled(SlotId s, int64_t n);
   void release(SlotId s);
+  void prepare_for_lookup(Seq& q);
   int64_t blocks_for(int64_t tokens) const;
 
   SchedulerConfig cfg_;

@@ -205,7 +205,7 @@ int cmd_replay(const Args& args) {
     limited = std::make_unique<LimitedSource>(*input, *s.requests);
     src = limited.get();
   }
-  IdealHitSource ideal(*src, s.block_size);
+  IdealHitSource ideal(*src, s.block_size, s.mode == "cache");
 
   RunReport report;
   report.mode = s.mode;

@@ -100,3 +100,24 @@ TEST_CASE("the ideal hit rate of a token-form trace equals the block-by-block de
   CHECK(want > 0.3);
   CHECK(ideal_of(reqs, 16) == want);
 }
+
+TEST_CASE("the ideal pass hands each prompt's hash chain on only when asked to", "[ideal]") {
+  const auto reqs = identity_trace(7, 128, false);
+  for (const bool hand_on : {true, false}) {
+    VectorSource inner(reqs);
+    IdealHitSource ideal(inner, 16, hand_on);
+    Request r;
+    size_t n = 0;
+    while (ideal.next(r)) {
+      BlockHashChain want(16, &r.extras);
+      r.append_prompt_to(want);
+      INFO("request " << n << (hand_on ? " (hand on)" : " (keep)"));
+      if (hand_on)
+        CHECK(r.prompt_chain.hashes() == want.hashes());
+      else
+        CHECK(r.prompt_chain.hashes().empty());
+      ++n;
+    }
+    CHECK(n == reqs.size());
+  }
+}

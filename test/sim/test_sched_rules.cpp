@@ -239,6 +239,22 @@ TEST_CASE("head-of-line blocking: a refused head keeps smaller requests behind i
   CHECK(s.sched.num_waiting() == 2);
 }
 
+TEST_CASE("a prompt is hashed at its first lookup, so requests queued behind the head hold no hashes",
+          "[sched][rules]") {
+  Sim s(11, 4, config(3, 8));
+  const SlotId g = s.add("G", seq(1, 6), 12);
+  CHECK_FALSE(s.sched.hashed(g));
+  s.step();
+  CHECK(s.sched.hashed(g));
+  CHECK(s.sched.kv_seq(g).blocks.size() == 2);
+  const SlotId f = s.add("F", seq(100, 133), 6);
+  const SlotId h = s.add("H", {7, 8, 9}, 8);
+  s.step();  // F is looked up and refused; H is never looked up
+  CHECK(s.sched.hashed(f));
+  CHECK_FALSE(s.sched.hashed(h));
+  CHECK(s.sched.num_waiting() == 2);
+}
+
 TEST_CASE("refused lookups are counted again every step; lookups of preempted requests are counted apart (§8)",
           "[sched][rules]") {
   SECTION("a refused head is looked up once per step") {
