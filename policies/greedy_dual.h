@@ -1,12 +1,13 @@
-// lfu-da and gdsf: the GreedyDual family with an inflation value L.
+// gdsf (and lfu-da's reference): the GreedyDual family with an inflation
+// value L.
 //
 // A block's priority is K = L + frequency * cost / size, set when it is
 // accessed; the free block with the smallest K goes (ties: LRU), and L
 // rises to that K. New content therefore starts at the current L, so old
 // counts age out without any decay pass.
-//   lfu-da  cost = size = 1: LFU with Dynamic Aging (Arlitt, Cherkasova,
-//           Dilley, Friedrich, Jin, "Evaluating content management techniques
-//           for Web proxy caches", ACM SIGMETRICS PER 2000).
+//   lfu-da  cost = size = 1: LFU with Dynamic Aging. Registered as
+//           LfuDaPolicy (lfu_da.h), whose integer keys allow O(1) lists;
+//           this class with cost 1 is the reference it is tested against.
 //   gdsf    Greedy-Dual-Size-Frequency (Cherkasova, HP Labs HPL-98-69, 1998)
 //           with cost = the prefill compute a cached block saves. A block at
 //           depth d (tokens before it: d*B) saves its linear-layer work plus

@@ -7,6 +7,7 @@
 #include "policies/fifo.h"
 #include "policies/greedy_dual.h"
 #include "policies/leaf_first.h"
+#include "policies/lfu_da.h"
 #include "policies/lfu.h"
 #include "policies/lru.h"
 #include "policies/s3fifo.h"
@@ -83,9 +84,7 @@ const std::vector<PolicyInfo>& policy_registry() {
          return std::make_unique<LfuPolicy>(in_range(p, "lfu", "half_life", 0, 0, 1e18));
        }},
       {"lfu-da", {}, "LFU with dynamic aging (GreedyDual, cost 1): new content starts at the evicted priority",
-       [](PolicyParams&, const PolicyContext& c) {
-         return std::make_unique<GreedyDualPolicy>("lfu-da", c.block_size, 0.0);
-       }},
+       [](PolicyParams&, const PolicyContext&) { return std::make_unique<LfuDaPolicy>(); }},
       {"gdsf", {}, "GreedyDual-Size-Frequency, cost = prefill compute a block saves; attn_tokens=32768",
        [](PolicyParams& p, const PolicyContext& c) {
          return std::make_unique<GreedyDualPolicy>("gdsf", c.block_size,

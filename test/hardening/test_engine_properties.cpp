@@ -19,6 +19,7 @@
 #include "policies/fifo.h"
 #include "policies/greedy_dual.h"
 #include "policies/leaf_first.h"
+#include "policies/lfu_da.h"
 #include "policies/lfu.h"
 #include "sim/cost_model.h"
 #include "sim/engine.h"
@@ -228,6 +229,8 @@ TEST_CASE("fifo's cursor, lfu's and leaf-first's lists and GreedyDual's buckets 
           p = std::make_unique<LfuPolicy>(0.0, fast);
         else if (which == 2)
           p = std::make_unique<LeafFirstPolicy>(fast);
+        else if (which == 3 && fast)
+          p = std::make_unique<LfuDaPolicy>(seed % 2 ? LfuDaPolicy::kWindow : 2);  // 2: through the heap
         else  // gdsf with a short attention scale: costs from 1 to hundreds
           p = std::make_unique<GreedyDualPolicy>(which == 3 ? "lfu-da" : "gdsf", block_size, which == 3 ? 0.0 : 4.0, fast);
         BlockPool pool(num_blocks, true, std::move(p));

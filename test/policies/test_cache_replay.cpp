@@ -10,6 +10,7 @@
 #include "policies/fifo.h"
 #include "policies/greedy_dual.h"
 #include "policies/leaf_first.h"
+#include "policies/lfu_da.h"
 #include "policies/lfu.h"
 #include "sim/block_hash_index.h"
 #include "sim/dense_key_index.h"
@@ -189,7 +190,17 @@ TEST_CASE("fifo's cursor, leaf-first's lists and the bucket queues of lfu-da, gd
   const Case cases[] = {
       {"fifo", [](bool fast, const Future&) { return std::make_unique<FifoPolicy>(fast); }},
       {"leaf-first", [](bool fast, const Future&) { return std::make_unique<LeafFirstPolicy>(fast); }},
-      {"lfu-da", [](bool fast, const Future&) { return std::make_unique<GreedyDualPolicy>("lfu-da", B, 0, fast); }},
+      {"lfu-da",
+       [](bool fast, const Future&) -> std::unique_ptr<EvictionPolicy> {
+         if (fast) return std::make_unique<LfuDaPolicy>();
+         return std::make_unique<GreedyDualPolicy>("lfu-da", B, 0, false);
+       }},
+      // A ring of 3 keys: hot blocks go through the heap, keys wrap around.
+      {"lfu-da, window 3",
+       [](bool fast, const Future&) -> std::unique_ptr<EvictionPolicy> {
+         if (fast) return std::make_unique<LfuDaPolicy>(3);
+         return std::make_unique<GreedyDualPolicy>("lfu-da", B, 0, false);
+       }},
       {"gdsf", [](bool fast, const Future&) { return std::make_unique<GreedyDualPolicy>("gdsf", B, 32768, fast); }},
       // Costs of up to ~100 units: keys spread far beyond gdsf's ring.
       {"gdsf:attn_tokens=4",

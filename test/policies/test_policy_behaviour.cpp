@@ -8,6 +8,7 @@
 #include "policies/arc.h"
 #include "policies/greedy_dual.h"
 #include "policies/leaf_first.h"
+#include "policies/lfu_da.h"
 #include "policies/lfu.h"
 #include "policies/s3fifo.h"
 #include "policies/sieve.h"
@@ -166,11 +167,11 @@ TEST_CASE("lfu with aging lets an old hot block fade", "[policies][lfu]") {
 TEST_CASE("lfu-da and gdsf raise their inflation value to each evicted priority", "[policies][gdsf]") {
   ObjectCache c("lfu-da", 2);
   c.access(1), c.access(1), c.access(2);
-  REQUIRE(c.policy<GreedyDualPolicy>().inflation() == 0);
+  REQUIRE(c.policy<LfuDaPolicy>().inflation() == 0);
   c.access(3);  // evicts 2 (K = 1)
   REQUIRE_FALSE(c.cached(2));
-  REQUIRE(c.policy<GreedyDualPolicy>().inflation() == 1);
-  REQUIRE(c.policy<GreedyDualPolicy>().priority(c.block_of(3)) == 2);  // L + 1
+  REQUIRE(c.policy<LfuDaPolicy>().inflation() == 1);
+  REQUIRE(c.policy<LfuDaPolicy>().priority(c.block_of(3)) == 2);  // L + 1
 }
 
 TEST_CASE("gdsf keeps deep blocks of long prompts, whose prefill costs the most", "[policies][gdsf]") {
