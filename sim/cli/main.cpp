@@ -1,7 +1,10 @@
 // prefixsim: replays LLM request traces against a vLLM-v1-exact prefix cache.
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <new>
+#include <string>
 
 #include "prefixsim_config.h"
 #include "sim/cli/commands.h"
@@ -43,6 +46,19 @@ void print_help() {
                "exit codes: 0 ok, 1 a check or regression failed, 2 bad input or usage, 3 internal error\n";
 }
 
+// `prefixsim bench` runs replays as child processes and needs each one's
+// own peak RSS: the kernel's ru_maxrss of a child also counts the pages of
+// the parent it was spawned from. With PREFIXSIM_PEAK_RSS_FILE set, the
+// command writes its VmHWM (kB, this process image only) there on success.
+void write_peak_rss() {
+  const char* path = std::getenv("PREFIXSIM_PEAK_RSS_FILE");
+  if (!path || !*path) return;
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) std::ofstream(path) << std::stoll(line.substr(6)) << "\n";
+}
+
 }  // namespace
 }  // namespace prefixsim::cli
 
@@ -62,7 +78,9 @@ int main(int argc, char** argv) {
   for (const Command& c : commands()) {
     if (name != c.name) continue;
     try {
-      return c.run(Args(argv + 2, argv + argc));
+      const int rc = c.run(Args(argv + 2, argv + argc));
+      if (rc == 0) write_peak_rss();
+      return rc;
     } catch (const InputError& e) {
       std::cout.flush();
       std::cerr << "prefixsim " << name << ": " << e.what() << "\n";

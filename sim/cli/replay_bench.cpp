@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -21,7 +22,7 @@ namespace {
 struct ChildRun {
   double wall_s = 0;
   double cpu_s = 0;  // user + system
-  double peak_rss_mb = 0;
+  double peak_rss_mb = 0;  // the child's VmHWM
   nlohmann::json report;
 };
 
@@ -35,9 +36,18 @@ ChildRun run_replay(const std::string& trace, const std::string& mode) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The child's own peak RSS (main.cpp, write_peak_rss): ru_maxrss would
+  // count this process's pages too.
+  const auto peak_file = dir.string() + ".peak";
+  std::string peak_env = "PREFIXSIM_PEAK_RSS_FILE=" + peak_file;
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "PREFIXSIM_PEAK_RSS_FILE=", 24) != 0) envp.push_back(*e);
+  envp.push_back(peak_env.data());
+  envp.push_back(nullptr);
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
-  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0)
+  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) != 0)
     throw InternalError("bench: cannot start prefixsim replay");
   int status = 0;
   rusage ru{};
@@ -47,7 +57,11 @@ ChildRun run_replay(const std::string& trace, const std::string& mode) {
   r.wall_s = seconds_since(start);
   r.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
             1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-  r.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+  std::ifstream peak(peak_file);
+  double peak_kb = 0;
+  if (!(peak >> peak_kb)) throw InternalError("bench: prefixsim replay did not report its peak RSS");
+  std::filesystem::remove(peak_file);
+  r.peak_rss_mb = peak_kb / 1024.0;
   std::ifstream in(dir / "report.json");
   r.report = nlohmann::json::parse(in);
   std::filesystem::remove_all(dir);

@@ -84,6 +84,26 @@ TEST_CASE("engine-mode replay of the tiny trace hits the same blocks and finishe
   CHECK(rep["prefix_cache"]["evictions"] == 0);
 }
 
+TEST_CASE("with PREFIXSIM_PEAK_RSS_FILE set, a command writes its own peak RSS there (for bench)", "[cli][replay]") {
+  const std::string dir = temp_dir("replay-peak-rss");
+  const std::string trace = write(dir, "tiny.jsonl", kTinyTrace);
+  const std::string peak = dir + "/peak";
+  ::setenv("PREFIXSIM_PEAK_RSS_FILE", peak.c_str(), 1);
+  auto bad = run_cli({"replay", dir + "/missing.jsonl", "--out", dir + "/o2"});
+  const bool written_on_failure = std::filesystem::exists(peak);
+  auto r = run_cli({"replay", trace, "--block-size", "4", "--kv-blocks", "64", "--out", dir + "/o"});
+  ::unsetenv("PREFIXSIM_PEAK_RSS_FILE");
+  CHECK(bad.rc == 2);
+  CHECK_FALSE(written_on_failure);
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  std::ifstream in(peak);
+  int64_t kb = 0;
+  REQUIRE(in >> kb);
+  CHECK(kb > 1000);       // a process image of some MB...
+  CHECK(kb < 1'000'000);  // ...but not 1 GB for a 3-request trace
+}
+
 TEST_CASE("two replays with the same inputs give byte-identical reports", "[cli][replay][determinism]") {
   const std::string dir = temp_dir("replay-det");
   for (const char* mode : {"engine", "cache"}) {
