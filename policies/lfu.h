@@ -19,8 +19,6 @@
 // with aging) gives the same evictions and serves as the reference.
 #pragma once
 
-#include <array>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -48,7 +46,6 @@ class LfuPolicy final : public CachedFirstPolicy {
     tick_ = 0;
     heap_.reset(num_blocks);
     if (buckets_) lists_.reset(num_blocks, kBuckets);
-    nonempty_.fill(0);
   }
   void on_insert(BlockId b, const CachedBlockInfo&) override {
     count_[b] = 0;
@@ -67,18 +64,14 @@ class LfuPolicy final : public CachedFirstPolicy {
       return;
     }
     lists_.push_back(c, b);
-    nonempty_[static_cast<size_t>(c) / 64] |= uint64_t{1} << (c % 64);
   }
   BlockId evict() override {
     // Every listed count is below every heaped one, so a list wins if any.
-    for (size_t w = 0; w < nonempty_.size(); ++w) {
-      if (!nonempty_[w]) continue;
-      const int32_t c = static_cast<int32_t>(w * 64) + std::countr_zero(nonempty_[w]);
-      const BlockId b = lists_.front(c);
-      remove_listed(c, b);
-      return b;
-    }
-    return heap_.pop();
+    const int32_t c = buckets_ ? lists_.first_nonempty() : -1;
+    if (c < 0) return heap_.pop();
+    const BlockId b = lists_.front(c);
+    lists_.unlink(c, b);
+    return b;
   }
   size_t policy_bytes() const override {
     return heap_.bytes() + lists_.bytes() + count_.capacity() * sizeof(double) + last_.capacity() * sizeof(uint64_t);
@@ -99,11 +92,7 @@ class LfuPolicy final : public CachedFirstPolicy {
     if (c < 0)
       heap_.erase(b);
     else
-      remove_listed(c, b);
-  }
-  void remove_listed(int32_t c, BlockId b) {
-    lists_.unlink(c, b);
-    if (lists_.empty(c)) nonempty_[static_cast<size_t>(c) / 64] &= ~(uint64_t{1} << (c % 64));
+      lists_.unlink(c, b);
   }
   void bump(BlockId b) {
     ++now_;
@@ -120,7 +109,6 @@ class LfuPolicy final : public CachedFirstPolicy {
   uint64_t tick_ = 0;           // one tick per release: the LRU tie-break
   IndexedHeap heap_;            // aging, or counts >= kBuckets
   IntrusiveLists lists_;        // by count, each in release order
-  std::array<uint64_t, kBuckets / 64> nonempty_{};
 };
 
 }  // namespace prefixsim

@@ -23,7 +23,6 @@
 #pragma once
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -35,7 +34,7 @@ namespace prefixsim {
 
 class LfuDaPolicy final : public CachedFirstPolicy {
  public:
-  static constexpr int64_t kWindow = 1024;  // keys L .. L + kWindow - 1 in lists
+  static constexpr int64_t kWindow = 1024;  // keys B .. B + kWindow - 1 in lists
 
   // window: how many keys the lists cover (tests shrink it to send many
   // blocks through the heap and around the ring).
@@ -49,7 +48,6 @@ class LfuDaPolicy final : public CachedFirstPolicy {
     state_.assign(static_cast<size_t>(num_blocks), State{});
     lists_.reset(num_blocks, static_cast<int32_t>(window_));
     heap_.reset(num_blocks);
-    nonempty_.assign(static_cast<size_t>((window_ + 63) / 64), 0);
     inflation_ = 0;
     base_ = 0;
     tick_ = 0;
@@ -70,17 +68,17 @@ class LfuDaPolicy final : public CachedFirstPolicy {
       heap_.push(b, {static_cast<double>(s.k), s.tick});
       return;
     }
-    const int32_t l = list_of(s.k);
-    lists_.push_back(l, b);
-    nonempty_[static_cast<size_t>(l) / 64] |= uint64_t{1} << (l % 64);
+    lists_.push_back(list_of(s.k), b);
   }
   BlockId evict() override {
-    const int32_t l = first_listed();
+    // The smallest listed key: the first non-empty list from B's onwards,
+    // around the ring.
+    const int32_t l = lists_.first_nonempty(list_of(base_));
     if (!heap_.empty()) {
       const BlockId h = heap_.top();
       const State& t = state_[h];
-      const BlockId f = l < 0 ? kNoBlock : lists_.front(l);
-      if (f == kNoBlock || t.k < key_of_list(l) || (t.k == key_of_list(l) && t.tick < state_[f].tick)) {
+      const int64_t listed_k = l < 0 ? 0 : key_of_list(l);
+      if (l < 0 || t.k < listed_k || (t.k == listed_k && t.tick < state_[lists_.front(l)].tick)) {
         heap_.erase(h);
         return evicted(h, t.k);
       }
@@ -88,7 +86,7 @@ class LfuDaPolicy final : public CachedFirstPolicy {
     // A listed victim's key follows from its list: its own state is not read.
     const BlockId b = lists_.front(l);
     const int64_t k = key_of_list(l);
-    unlink_listed(l, b);
+    lists_.unlink(l, b);
     // The list's new front (its links are at hand: unlinking wrote them)
     // goes next unless keys change: fetch what evicting it and the one
     // after it will read (prefetch only).
@@ -98,7 +96,7 @@ class LfuDaPolicy final : public CachedFirstPolicy {
   }
   void prefetch_state(BlockId b) const override { __builtin_prefetch(&state_[b]); }
   size_t policy_bytes() const override {
-    return state_.capacity() * sizeof(State) + lists_.bytes() + heap_.bytes() + nonempty_.capacity() * sizeof(uint64_t);
+    return state_.capacity() * sizeof(State) + lists_.bytes() + heap_.bytes();
   }
 
  private:
@@ -118,13 +116,9 @@ class LfuDaPolicy final : public CachedFirstPolicy {
   void remove(BlockId b) {
     const State& s = state_[b];
     if (s.listed)
-      unlink_listed(list_of(s.k), b);
+      lists_.unlink(list_of(s.k), b);
     else
       heap_.erase(b);
-  }
-  void unlink_listed(int32_t l, BlockId b) {
-    lists_.unlink(l, b);
-    if (lists_.empty(l)) nonempty_[static_cast<size_t>(l) / 64] &= ~(uint64_t{1} << (l % 64));
   }
   // The key of list l's blocks: the one in [B, B + window) at l mod window.
   int64_t key_of_list(int32_t l) const { return base_ + (l - list_of(base_) + window_) % window_; }
@@ -133,27 +127,9 @@ class LfuDaPolicy final : public CachedFirstPolicy {
     base_ = std::max(base_, inflation_);
     return b;
   }
-  // The first non-empty list from B's onwards (around the ring), i.e. the
-  // list of the smallest listed key; -1 if none.
-  int32_t first_listed() const {
-    const int32_t start = list_of(base_);
-    const size_t w0 = static_cast<size_t>(start) / 64, words = nonempty_.size();
-    // The start word's bits at and above start, then the other words, then
-    // its bits below start (keys that wrapped around the ring).
-    const uint64_t high = nonempty_[w0] & (~uint64_t{0} << (start % 64));
-    if (high) return static_cast<int32_t>(w0 * 64) + std::countr_zero(high);
-    for (size_t i = 1; i <= words; ++i) {
-      const size_t w = (w0 + i) % words;
-      const uint64_t bits = i == words ? nonempty_[w0] & ~(~uint64_t{0} << (start % 64)) : nonempty_[w];
-      if (bits) return static_cast<int32_t>(w * 64) + std::countr_zero(bits);
-    }
-    return -1;
-  }
-
   std::vector<State> state_;
-  IntrusiveLists lists_;  // by key mod kWindow, each in release order
-  IndexedHeap heap_;      // keys beyond the window when released
-  std::vector<uint64_t> nonempty_;  // bit l: list l is non-empty
+  IntrusiveLists lists_;  // by key mod window, each in release order
+  IndexedHeap heap_;      // keys outside [B, B + window) when released
   int64_t window_;
   int64_t inflation_ = 0;  // L
   int64_t base_ = 0;       // B: the highest L so far; listed keys lie in [B, B + window)

@@ -27,6 +27,15 @@ struct BenchCase {
   std::function<std::vector<BenchMetric>(const BenchOptions&)> run;
 };
 
+// Peak resident set (VmHWM) of this process image, in MiB; getrusage's
+// lifetime maximum where /proc is absent.
+double peak_rss_mib();
+
+// Set for a `prefixsim` child that a benchmark runs: a command that succeeds
+// writes its peak_rss_mib() there, in kB (main.cpp), since the kernel's ru_maxrss
+// of a child also counts the pages of the parent it was spawned from.
+inline constexpr char kPeakRssFileEnv[] = "PREFIXSIM_PEAK_RSS_FILE";
+
 // Seconds elapsed since `start`.
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

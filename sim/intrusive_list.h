@@ -4,6 +4,7 @@
 // links sit side by side, so moving it touches one cache line, not two.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -81,14 +82,17 @@ class IntrusiveList {
 namespace prefixsim {
 
 // k doubly linked lists threaded through the same per-block links (a block
-// is in at most one of them): list L's sentinel is index n + L. For
-// bucketed policies (lfu's per-count lists); no allocation after reset().
+// is in at most one of them): list L's sentinel is index n + L, and a bitmap
+// of the non-empty lists finds the first one in a few word tests. For
+// bucketed policies (lfu's per-count lists, lfu-da's per-key ring); no
+// allocation after reset().
 class IntrusiveLists {
  public:
   void reset(int32_t n, int32_t k) {
     n_ = n;
     links_.assign(static_cast<size_t>(n) + static_cast<size_t>(k), ListLink{});
     size_.assign(static_cast<size_t>(k), 0);
+    nonempty_.assign((static_cast<size_t>(k) + 63) / 64, 0);
     for (int32_t l = 0; l < k; ++l) links_[n + l] = {n + l, n + l};
   }
   int32_t num_lists() const { return static_cast<int32_t>(size_.size()); }
@@ -104,7 +108,7 @@ class IntrusiveLists {
     links_[b] = {before, at};
     links_[before].next = b;
     links_[at].prev = b;
-    ++size_[l];
+    if (size_[l]++ == 0) nonempty_[static_cast<size_t>(l) / 64] |= uint64_t{1} << (l % 64);
   }
   void push_back(int32_t l, BlockId b) { insert_before(l, b, n_ + l); }
   // b must be in list l.
@@ -113,15 +117,32 @@ class IntrusiveLists {
     links_[k.prev].next = k.next;
     links_[k.next].prev = k.prev;
     links_[b] = ListLink{};
-    --size_[l];
+    if (--size_[l] == 0) nonempty_[static_cast<size_t>(l) / 64] &= ~(uint64_t{1} << (l % 64));
   }
-  size_t bytes() const { return links_.capacity() * sizeof(ListLink) + size_.capacity() * sizeof(int32_t); }
+  // The first non-empty list at or after `from`, else the first one below
+  // it (wrapping around, for lists used as a ring); -1 if all are empty.
+  int32_t first_nonempty(int32_t from = 0) const {
+    const size_t w0 = static_cast<size_t>(from) / 64, words = nonempty_.size();
+    const uint64_t at_or_above = ~uint64_t{0} << (from % 64);
+    if (const uint64_t bits = nonempty_[w0] & at_or_above) return static_cast<int32_t>(w0 * 64) + std::countr_zero(bits);
+    for (size_t i = 1; i <= words; ++i) {
+      const size_t w = (w0 + i) % words;
+      const uint64_t bits = i == words ? nonempty_[w0] & ~at_or_above : nonempty_[w];
+      if (bits) return static_cast<int32_t>(w * 64) + std::countr_zero(bits);
+    }
+    return -1;
+  }
+  size_t bytes() const {
+    return links_.capacity() * sizeof(ListLink) + size_.capacity() * sizeof(int32_t) +
+           nonempty_.capacity() * sizeof(uint64_t);
+  }
 
  private:
   static constexpr int32_t kOut = -1;
   int32_t n_ = 0;
   std::vector<ListLink> links_;
   std::vector<int32_t> size_;
+  std::vector<uint64_t> nonempty_;  // bit l: list l is non-empty
 };
 
 }  // namespace prefixsim

@@ -1,11 +1,10 @@
 #include "workloads/stream_bench.h"
 
-#include <sys/resource.h>
-
 #include <cstdio>
 #include <fstream>
 #include <string>
 
+#include "sim/bench.h"
 #include "sim/block_hash.h"
 #include "sim/cache_replay.h"
 #include "sim/error.h"
@@ -14,24 +13,14 @@
 namespace prefixsim {
 namespace {
 
-// Peak resident set (VmHWM) in MiB; reset_peak() restarts it (Linux
-// /proc/self/clear_refs "5"). Falls back to getrusage's lifetime maximum.
+// Restarts the peak resident set that peak_rss_mib() reads (Linux
+// /proc/self/clear_refs "5"); false where it cannot.
 bool reset_peak() {
   std::ofstream f("/proc/self/clear_refs");
   if (!f) return false;
   f << "5";
   f.flush();
   return static_cast<bool>(f);
-}
-
-double peak_rss_mib() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
 // Generates `n` chatbot requests and replays them one at a time through an

@@ -1,12 +1,13 @@
 // prefixsim: replays LLM request traces against a vLLM-v1-exact prefix cache.
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <new>
-#include <string>
 
 #include "prefixsim_config.h"
+#include "sim/bench.h"
 #include "sim/cli/commands.h"
 #include "sim/error.h"
 
@@ -46,17 +47,10 @@ void print_help() {
                "exit codes: 0 ok, 1 a check or regression failed, 2 bad input or usage, 3 internal error\n";
 }
 
-// `prefixsim bench` runs replays as child processes and needs each one's
-// own peak RSS: the kernel's ru_maxrss of a child also counts the pages of
-// the parent it was spawned from. With PREFIXSIM_PEAK_RSS_FILE set, the
-// command writes its VmHWM (kB, this process image only) there on success.
+// For `prefixsim bench`, which runs replays as child processes (bench.h).
 void write_peak_rss() {
-  const char* path = std::getenv("PREFIXSIM_PEAK_RSS_FILE");
-  if (!path || !*path) return;
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) std::ofstream(path) << std::stoll(line.substr(6)) << "\n";
+  const char* path = std::getenv(kPeakRssFileEnv);
+  if (path && *path) std::ofstream(path) << std::llround(peak_rss_mib() * 1024.0) << "\n";  // kB
 }
 
 }  // namespace

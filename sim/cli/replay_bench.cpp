@@ -36,13 +36,14 @@ ChildRun run_replay(const std::string& trace, const std::string& mode) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  // The child's own peak RSS (main.cpp, write_peak_rss): ru_maxrss would
-  // count this process's pages too.
+  // The child's own peak RSS (bench.h): ru_maxrss would count this
+  // process's pages too.
   const auto peak_file = dir.string() + ".peak";
-  std::string peak_env = "PREFIXSIM_PEAK_RSS_FILE=" + peak_file;
+  const std::string env_prefix = std::string(kPeakRssFileEnv) + "=";
+  std::string peak_env = env_prefix + peak_file;
   std::vector<char*> envp;
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "PREFIXSIM_PEAK_RSS_FILE=", 24) != 0) envp.push_back(*e);
+    if (std::strncmp(*e, env_prefix.c_str(), env_prefix.size()) != 0) envp.push_back(*e);
   envp.push_back(peak_env.data());
   envp.push_back(nullptr);
   const auto start = std::chrono::steady_clock::now();
