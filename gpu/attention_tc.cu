@@ -45,7 +45,7 @@
 #include <cstdint>
 
 #include "gpu/kernels.cuh"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::gpu::cuda {
 

@@ -24,8 +24,8 @@
 
 #include "gpu/calibration_grid.h"
 #include "gpu/cuda_api.h"
-#include "sim/error.h"
-#include "sim/steps_file.h"
+#include "sim/base/error.h"
+#include "sim/cost/steps_file.h"
 
 using namespace prefixsim;
 using namespace prefixsim::gpu;

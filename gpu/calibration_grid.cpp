@@ -4,7 +4,7 @@
 #include <numeric>
 #include <random>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::gpu {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "gpu/kv_layout.h"
-#include "sim/batch.h"
-#include "sim/cost_model.h"
+#include "sim/engine/batch.h"
+#include "sim/cost/cost_model.h"
 
 namespace prefixsim::gpu {
 

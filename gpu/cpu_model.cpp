@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "gpu/cpu_ref.h"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::gpu {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::gpu::ref {
 

@@ -16,7 +16,7 @@
 #include "gpu/cpu_ref.h"
 #include "gpu/kv_layout.h"
 #include "gpu/model_shape.h"
-#include "sim/batch.h"
+#include "sim/engine/batch.h"
 
 namespace prefixsim::gpu::cuda {
 

@@ -10,7 +10,7 @@
 #include "gpu/cuda_api.h"
 #include "gpu/hd.h"
 #include "gpu/kernels.cuh"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::gpu::cuda {
 

@@ -8,7 +8,7 @@
 
 #include "gpu/hd.h"
 #include "gpu/kernels.cuh"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::gpu::cuda {
 

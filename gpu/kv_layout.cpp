@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::gpu {
 

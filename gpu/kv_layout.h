@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/batch.h"
+#include "sim/engine/batch.h"
 
 namespace prefixsim::gpu {
 

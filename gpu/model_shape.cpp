@@ -4,7 +4,7 @@
 #include <numbers>
 
 #include "gpu/hd.h"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::gpu {
 

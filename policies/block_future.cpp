@@ -1,6 +1,6 @@
 #include "policies/block_future.h"
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim {
 

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "sim/types.h"
+#include "sim/base/types.h"
 
 namespace prefixsim {
 

@@ -17,10 +17,10 @@
 
 #include <vector>
 
-#include "sim/block_pool.h"
-#include "sim/error.h"
-#include "sim/eviction_policy.h"
-#include "sim/intrusive_list.h"
+#include "sim/kv/block_pool.h"
+#include "sim/base/error.h"
+#include "sim/kv/eviction_policy.h"
+#include "sim/kv/intrusive_list.h"
 
 namespace prefixsim {
 

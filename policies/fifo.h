@@ -18,8 +18,8 @@
 
 #include "policies/cached_first.h"
 #include "policies/indexed_heap.h"
-#include "sim/error.h"
-#include "sim/intrusive_list.h"
+#include "sim/base/error.h"
+#include "sim/kv/intrusive_list.h"
 
 namespace prefixsim {
 

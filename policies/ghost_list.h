@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/error.h"
-#include "sim/types.h"
+#include "sim/base/error.h"
+#include "sim/base/types.h"
 
 namespace prefixsim {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/types.h"
+#include "sim/base/types.h"
 
 namespace prefixsim {
 

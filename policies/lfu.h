@@ -25,7 +25,7 @@
 
 #include "policies/cached_first.h"
 #include "policies/indexed_heap.h"
-#include "sim/intrusive_list.h"
+#include "sim/kv/intrusive_list.h"
 
 namespace prefixsim {
 

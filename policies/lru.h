@@ -10,9 +10,9 @@
 // policies it does not prefer never-used blocks over cached ones.
 #pragma once
 
-#include "sim/block_pool.h"
-#include "sim/eviction_policy.h"
-#include "sim/intrusive_list.h"
+#include "sim/kv/block_pool.h"
+#include "sim/kv/eviction_policy.h"
+#include "sim/kv/intrusive_list.h"
 
 namespace prefixsim {
 

@@ -9,8 +9,8 @@
 
 #include "policies/block_future.h"
 #include "policies/registry.h"
-#include "sim/cache_replay.h"
-#include "sim/parallel_for.h"
+#include "sim/engine/cache_replay.h"
+#include "sim/base/parallel_for.h"
 
 namespace prefixsim {
 namespace {

@@ -14,7 +14,7 @@
 #include "policies/sieve.h"
 #include "policies/tinylfu.h"
 #include "policies/two_q.h"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim {
 

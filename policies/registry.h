@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/eviction_policy.h"
+#include "sim/kv/eviction_policy.h"
 
 namespace prefixsim {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "policies/cached_first.h"
-#include "sim/mix.h"
+#include "sim/base/mix.h"
 
 namespace prefixsim {
 

@@ -7,7 +7,7 @@
 
 #include "prefixsim_config.h"
 #include "reports/run_report.h"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim {
 

@@ -15,7 +15,7 @@
 #include <cmath>
 
 #include "reports/outputs.h"
-#include "sim/json_out.h"
+#include "sim/base/json_out.h"
 
 namespace prefixsim {
 

@@ -54,7 +54,7 @@ struct PrefixCacheLookups {
   uint64_t preempted_requests = 0, preempted_queries = 0, preempted_hits = 0;
 };
 
-struct PrefixCacheReport {  // (sim/kv_cache_manager.h has vLLM's PrefixCacheStats)
+struct PrefixCacheReport {  // (sim/kv/kv_cache_manager.h has vLLM's PrefixCacheStats)
   // Counted once per request at admission (DESIGN.md's hit_rate).
   uint64_t queried_tokens = 0;
   uint64_t hit_tokens = 0;

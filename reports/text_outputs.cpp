@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "reports/outputs.h"
-#include "sim/json_out.h"
+#include "sim/base/json_out.h"
 
 namespace prefixsim {
 

@@ -1,8 +1,8 @@
 #include <filesystem>
 
 #include "reports/outputs.h"
-#include "sim/atomic_file.h"
-#include "sim/error.h"
+#include "sim/base/atomic_file.h"
+#include "sim/base/error.h"
 
 namespace prefixsim {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 #include "test/support.h"
 
 namespace prefixsim::test {

@@ -17,9 +17,9 @@
 #include <queue>
 #include <sstream>
 
-#include "sim/block_pool.h"
-#include "sim/error.h"
-#include "sim/kv_cache_manager.h"
+#include "sim/kv/block_pool.h"
+#include "sim/base/error.h"
+#include "sim/kv/kv_cache_manager.h"
 
 namespace prefixsim {
 

@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/block_hash.h"
-#include "sim/eviction_policy.h"
-#include "sim/request.h"
-#include "sim/request_source.h"
+#include "sim/kv/block_hash.h"
+#include "sim/kv/eviction_policy.h"
+#include "sim/engine/request.h"
+#include "sim/engine/request_source.h"
 
 namespace prefixsim {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "sim/bench.h"
+#include "sim/base/bench.h"
 
 namespace prefixsim {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim {
 namespace {

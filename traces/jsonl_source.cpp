@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim {
 

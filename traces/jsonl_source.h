@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/request_source.h"
+#include "sim/engine/request_source.h"
 #include "traces/byte_stream.h"
 #include "traces/trace_reader.h"
 

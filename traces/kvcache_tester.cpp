@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 #include "traces/jsonl_source.h"
 
 namespace prefixsim {

@@ -31,7 +31,7 @@
 #include <memory>
 #include <string>
 
-#include "sim/request_source.h"
+#include "sim/engine/request_source.h"
 #include "traces/byte_stream.h"
 #include "traces/trace_reader.h"
 

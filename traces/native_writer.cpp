@@ -3,8 +3,8 @@
 #include <charconv>
 #include <span>
 
-#include "sim/error.h"
-#include "sim/json_out.h"
+#include "sim/base/error.h"
+#include "sim/base/json_out.h"
 
 namespace prefixsim {
 

@@ -8,8 +8,8 @@
 #include <ostream>
 #include <string>
 
-#include "sim/request.h"
-#include "sim/request_source.h"
+#include "sim/engine/request.h"
+#include "sim/engine/request_source.h"
 
 namespace prefixsim {
 

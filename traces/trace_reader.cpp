@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 #include "traces/byte_stream.h"
 #include "traces/jsonl_source.h"
 #include "traces/kvcache_tester.h"

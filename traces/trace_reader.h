@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "sim/request_source.h"
+#include "sim/engine/request_source.h"
 
 namespace prefixsim {
 

@@ -5,8 +5,8 @@
 #include <limits>
 #include <sstream>
 
-#include "sim/error.h"
-#include "sim/json_out.h"
+#include "sim/base/error.h"
+#include "sim/base/json_out.h"
 
 namespace prefixsim::workloads {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 #include "workloads/distributions.h"
 #include "workloads/rng.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/request.h"
+#include "sim/engine/request.h"
 #include "workloads/config_node.h"
 
 namespace prefixsim::workloads {

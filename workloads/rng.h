@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "sim/mix.h"
+#include "sim/base/mix.h"
 
 namespace prefixsim::workloads {
 

@@ -4,10 +4,10 @@
 #include <fstream>
 #include <string>
 
-#include "sim/bench.h"
-#include "sim/block_hash.h"
-#include "sim/cache_replay.h"
-#include "sim/error.h"
+#include "sim/base/bench.h"
+#include "sim/kv/block_hash.h"
+#include "sim/engine/cache_replay.h"
+#include "sim/base/error.h"
 #include "workloads/workload.h"
 
 namespace prefixsim {

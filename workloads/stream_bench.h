@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "sim/bench.h"
-#include "sim/eviction_policy.h"
+#include "sim/base/bench.h"
+#include "sim/kv/eviction_policy.h"
 
 namespace prefixsim {
 

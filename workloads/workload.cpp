@@ -6,7 +6,7 @@
 #include <queue>
 #include <sstream>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 #include "workloads/config_node.h"
 #include "workloads/distributions.h"
 #include "workloads/patterns.h"

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/request_source.h"
+#include "sim/engine/request_source.h"
 
 namespace prefixsim::workloads {
 

@@ -3,11 +3,11 @@
 #include <iostream>
 
 #include "policies/registry.h"
-#include "sim/atomic_file.h"
+#include "sim/base/atomic_file.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/error.h"
-#include "sim/json_out.h"
+#include "sim/base/error.h"
+#include "sim/base/json_out.h"
 #include "traces/analysis.h"
 #include "traces/trace_reader.h"
 

@@ -8,9 +8,9 @@
 #include "policies/policy_bench.h"
 #include "policies/registry.h"
 #include "prefixsim_config.h"
-#include "sim/bench.h"
-#include "sim/block_bench.h"
-#include "sim/engine_bench.h"
+#include "sim/base/bench.h"
+#include "sim/kv/block_bench.h"
+#include "sim/engine/engine_bench.h"
 #include "traces/analysis_bench.h"
 #include "traces/trace_bench.h"
 #include "workloads/workload_bench.h"
@@ -18,7 +18,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/replay_bench.h"
 #include "sim/cli/options.h"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::cli {
 namespace {

@@ -8,13 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sim/catalog.h"
+#include "sim/cost/catalog.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/error.h"
-#include "sim/kv_sizing.h"
-#include "sim/profile.h"
-#include "sim/shipped_profiles.h"
+#include "sim/base/error.h"
+#include "sim/cost/kv_sizing.h"
+#include "sim/cost/profile.h"
+#include "sim/cost/shipped_profiles.h"
 
 namespace prefixsim::cli {
 
@@ -108,7 +108,7 @@ int cmd_catalog(const Args& args) {
   po::variables_map vm;
   if (!parse_args(args, opts, pos, vm, "prefixsim catalog [--tp K] [--gpu-mem-util F] [--block-size B] [--json] | --profile P",
                   "Lists the built-in models and GPUs with the figures the simulator uses (each with its\n"
-                  "source in sim/catalog/*.yaml), the KV cache bytes per token and per block, and the\n"
+                  "source in sim/cost/catalog/*.yaml), the KV cache bytes per token and per block, and the\n"
                   "default KV pool of every model on every GPU at the given TP and memory utilisation,\n"
                   "derived as `prefixsim replay` derives it. With --profile, checks a calibrated profile\n"
                   "(schema prefixsim.profile/1) and prints its coefficients and fit error; a bad profile\n"
@@ -151,7 +151,7 @@ int cmd_catalog(const Args& args) {
     return 0;
   }
 
-  std::cout << "models (sim/catalog/models.yaml; KV per shard at TP " << base.tp << ")\n  "
+  std::cout << "models (sim/cost/catalog/models.yaml; KV per shard at TP " << base.tp << ")\n  "
             << pad("name", 15) << pad("layers", 8) << pad("hidden", 8) << pad("heads", 7) << pad("kv_heads", 10)
             << pad("head_dim", 10) << pad("params", 9) << pad("KV/token", 11) << "KV/block(" << base.block_size
             << ")\n";
@@ -164,7 +164,7 @@ int cmd_catalog(const Args& args) {
               << pad(bytes(static_cast<double>(per_token)), 11) << bytes(static_cast<double>(per_token) * base.block_size)
               << (kv_tp == base.tp ? "" : "  (TP does not fit: shown at TP 1)") << "\n";
   }
-  std::cout << "\nGPUs (sim/catalog/gpus.yaml)\n  " << pad("name", 15) << pad("memory", 11) << pad("BF16 dense", 15)
+  std::cout << "\nGPUs (sim/cost/catalog/gpus.yaml)\n  " << pad("name", 15) << pad("memory", 11) << pad("BF16 dense", 15)
             << pad("HBM", 11) << "interconnect\n";
   for (const GpuSpec& g : gpu_catalog())
     std::cout << "  " << pad(g.name, 15) << pad(bytes(static_cast<double>(g.memory_bytes)), 11)

@@ -4,10 +4,10 @@
 #include <iostream>
 
 #include "reports/check.h"
-#include "sim/atomic_file.h"
+#include "sim/base/atomic_file.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::cli {
 

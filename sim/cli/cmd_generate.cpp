@@ -1,10 +1,10 @@
 // prefixsim generate: a synthetic workload (preset or YAML) -> native JSONL.
 #include <iostream>
 
-#include "sim/atomic_file.h"
+#include "sim/base/atomic_file.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/error.h"
+#include "sim/base/error.h"
 #include "traces/native_writer.h"
 #include "workloads/workload.h"
 

@@ -1,21 +1,21 @@
 // `prefixsim gpu calibrate --samples FILE`: the CPU half of GPU calibration.
 // The GPU half, `prefixsim-gpu-bench --calibrate FILE` (gpu/, built with
 // -Dcuda=enabled), times real forward steps over a grid of step shapes and
-// writes a samples file (sim/calibration_samples.h); this command fits the
-// cost model to it and writes a profile (sim/profile.h) for `replay --profile`.
+// writes a samples file (sim/cost/calibration_samples.h); this command fits the
+// cost model to it and writes a profile (sim/cost/profile.h) for `replay --profile`.
 // Measuring in-process is not wired: the simulator binary needs no GPU.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sim/calibration_samples.h"
-#include "sim/catalog.h"
+#include "sim/cost/calibration_samples.h"
+#include "sim/cost/catalog.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/error.h"
-#include "sim/profile.h"
-#include "sim/shipped_profiles.h"
+#include "sim/base/error.h"
+#include "sim/cost/profile.h"
+#include "sim/cost/shipped_profiles.h"
 
 namespace prefixsim::cli {
 
@@ -29,7 +29,7 @@ constexpr const char* kCalibrateHelp =
     "(schema prefixsim.profile/1) for `prefixsim replay --profile`.\n\n"
     "The samples are not measured here: run `prefixsim-gpu-bench --calibrate FILE` on the\n"
     "GPU machine (a build with -Dcuda=enabled) and bring FILE (schema\n"
-    "prefixsim.calibration-samples/1, see sim/calibration_samples.h) to this command.\n"
+    "prefixsim.calibration-samples/1, see sim/cost/calibration_samples.h) to this command.\n"
     "The fit is a weighted (1/time) non-negative least-squares fit with a scan for the\n"
     "weight-bandwidth breakpoint; every K-th sample is held out to estimate the error.\n"
     "Prints the samples per kind, the coefficients and the fit's MAPE (train, held-out,\n"

@@ -4,8 +4,8 @@
 #include "policies/registry.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/error.h"
-#include "sim/ops_runner.h"
+#include "sim/base/error.h"
+#include "sim/kv/ops_runner.h"
 
 namespace prefixsim::cli {
 

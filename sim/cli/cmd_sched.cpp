@@ -4,8 +4,8 @@
 #include "policies/registry.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/error.h"
-#include "sim/sched_runner.h"
+#include "sim/base/error.h"
+#include "sim/engine/sched_runner.h"
 
 namespace prefixsim::cli {
 

@@ -7,9 +7,9 @@
 #include <new>
 
 #include "prefixsim_config.h"
-#include "sim/bench.h"
+#include "sim/base/bench.h"
 #include "sim/cli/commands.h"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::cli {
 

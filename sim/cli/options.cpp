@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::cli {
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 extern char** environ;
 

@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "sim/bench.h"
+#include "sim/base/bench.h"
 
 namespace prefixsim::cli {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 namespace prefixsim::cli {
 

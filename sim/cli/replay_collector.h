@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "reports/run_report.h"
-#include "sim/engine.h"
-#include "sim/progress_line.h"
-#include "sim/steps_file.h"
+#include "sim/engine/engine.h"
+#include "sim/base/progress_line.h"
+#include "sim/cost/steps_file.h"
 
 namespace prefixsim::cli {
 

@@ -5,8 +5,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "sim/error.h"
-#include "sim/json_out.h"
+#include "sim/base/error.h"
+#include "sim/base/json_out.h"
 
 namespace prefixsim::cli {
 namespace {

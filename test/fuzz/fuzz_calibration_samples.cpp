@@ -2,8 +2,8 @@
 // then the fit and the profile built from whatever parsed. Only an
 // InputError may come out; a profile that calibrate() builds must also read
 // back (its fields are what the profile reader checks).
-#include "sim/calibration_samples.h"
-#include "sim/profile.h"
+#include "sim/cost/calibration_samples.h"
+#include "sim/cost/profile.h"
 #include "test/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

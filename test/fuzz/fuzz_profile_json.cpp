@@ -1,5 +1,5 @@
 // libFuzzer target: the calibrated cost-model profile JSON (parse_profile).
-#include "sim/profile.h"
+#include "sim/cost/profile.h"
 #include "test/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

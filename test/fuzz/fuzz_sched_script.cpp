@@ -1,5 +1,5 @@
 // libFuzzer target: the scheduler step script (`prefixsim sched`).
-#include "sim/sched_runner.h"
+#include "sim/engine/sched_runner.h"
 #include "test/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

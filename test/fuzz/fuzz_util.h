@@ -17,8 +17,8 @@
 #include <string_view>
 
 #include "policies/registry.h"
-#include "sim/error.h"
-#include "sim/request_source.h"
+#include "sim/base/error.h"
+#include "sim/engine/request_source.h"
 
 namespace prefixsim::fuzz {
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "gpu/calibration_grid.h"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 using namespace prefixsim;
 using namespace prefixsim::gpu;

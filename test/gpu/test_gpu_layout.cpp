@@ -12,7 +12,7 @@
 #include "gpu/hd.h"
 #include "gpu/kv_layout.h"
 #include "gpu/model_shape.h"
-#include "sim/error.h"
+#include "sim/base/error.h"
 
 using namespace prefixsim;
 using namespace prefixsim::gpu;

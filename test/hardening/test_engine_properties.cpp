@@ -14,16 +14,16 @@
 #include <vector>
 
 #include "policies/registry.h"
-#include "sim/block_pool.h"
-#include "sim/catalog.h"
+#include "sim/kv/block_pool.h"
+#include "sim/cost/catalog.h"
 #include "policies/fifo.h"
 #include "policies/greedy_dual.h"
 #include "policies/leaf_first.h"
 #include "policies/lfu_da.h"
 #include "policies/lfu.h"
-#include "sim/cost_model.h"
-#include "sim/engine.h"
-#include "sim/kv_cache_manager.h"
+#include "sim/cost/cost_model.h"
+#include "sim/engine/engine.h"
+#include "sim/kv/kv_cache_manager.h"
 
 using namespace prefixsim;
 

@@ -10,8 +10,8 @@
 
 #include "policies/block_future.h"
 #include "policies/registry.h"
-#include "sim/cache_replay.h"
-#include "sim/request.h"
+#include "sim/engine/cache_replay.h"
+#include "sim/engine/request.h"
 
 namespace prefixsim::test {
 

@@ -5,7 +5,7 @@
 // sanitized CI stage, which would take minutes over these traces.
 #include <catch2/catch.hpp>
 
-#include "sim/cache_replay.h"
+#include "sim/engine/cache_replay.h"
 #include "test/policies/policy_test_util.h"
 #include "test/support.h"
 #include "traces/trace_reader.h"

@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "policies/registry.h"
-#include "sim/block_pool.h"
-#include "sim/error.h"
-#include "sim/kv_cache_manager.h"
+#include "sim/kv/block_pool.h"
+#include "sim/base/error.h"
+#include "sim/kv/kv_cache_manager.h"
 #include "test/policies/policy_test_util.h"
 
 using namespace prefixsim;

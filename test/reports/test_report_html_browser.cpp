@@ -14,7 +14,7 @@
 #include <regex>
 
 #include "reports/outputs.h"
-#include "sim/atomic_file.h"
+#include "sim/base/atomic_file.h"
 #include "test/reports/sample_report.h"
 #include "test/support.h"
 

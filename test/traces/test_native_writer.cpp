@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/vector_source.h"
+#include "sim/engine/vector_source.h"
 #include "test/support.h"
 #include "test/traces/trace_test_util.h"
 #include "traces/native_writer.h"

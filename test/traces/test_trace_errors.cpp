@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "sim/error.h"
+#include "sim/base/error.h"
 #include "test/support.h"
 #include "test/traces/trace_test_util.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/request.h"
+#include "sim/engine/request.h"
 #include "traces/trace_reader.h"
 
 namespace prefixsim::test {

@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "sim/request.h"
+#include "sim/engine/request.h"
 #include "test/support.h"
 #include "traces/native_writer.h"
 #include "workloads/distributions.h"

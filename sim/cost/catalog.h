@@ -1,0 +1,72 @@
+// Model and GPU catalogs (sim/cost/catalog/*.yaml, embedded into the binary at
+// build time): the figures KV pool sizing and the cost model start from.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/base/text_fields.h"
+
+namespace prefixsim {
+
+struct ModelSpec {
+  std::string name;    // catalog key, e.g. "llama-3.1-8b"
+  std::string source;  // where the figures come from
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;       // query heads
+  int kv_heads = 0;    // key/value heads (GQA)
+  int head_dim = 0;
+  int intermediate = 0;
+  int vocab = 0;
+  bool tied_embeddings = false;
+  int64_t params = 0;  // total parameters, embeddings included
+  int dtype_bytes = 2; // weights and activations (bf16)
+
+  // Parameters of the matmuls every token goes through: all but the token
+  // embedding and the lm_head (the embedding is a gather; the lm_head runs
+  // only for the one token per sequence that is sampled).
+  int64_t per_token_matmul_params() const;
+  // Bytes of weights one forward pass reads: everything but the embedding
+  // table (of which it gathers a few rows) unless it doubles as the lm_head.
+  int64_t weight_bytes_read_per_step() const;
+};
+
+struct GpuSpec {
+  std::string name;         // catalog key, e.g. "h100-sxm-80gb"
+  std::string description;  // marketing name
+  std::string source;
+  int64_t memory_bytes = 0;
+  double peak_bf16_flops = 0;         // dense, FLOP/s
+  double hbm_bandwidth = 0;           // bytes/s
+  std::string interconnect;           // nvlink4, pcie4, ...
+  double interconnect_bandwidth = 0;  // bytes/s per direction
+  double allreduce_latency_s = 0;     // one small-message all-reduce
+  int sm_count = 0;
+};
+
+// The built-in catalogs, parsed once (InternalError if the embedded YAML is
+// broken -- the catalog test catches that at build time).
+const std::vector<ModelSpec>& model_catalog();
+const std::vector<GpuSpec>& gpu_catalog();
+
+// Lookup by name; InputError listing the known names when there is none.
+// `flag` names the option the name came from, for the message.
+const ModelSpec& find_model(std::string_view name, std::string_view flag = "--model");
+const GpuSpec& find_gpu(std::string_view name, std::string_view flag = "--gpu");
+
+// Parse catalog YAML text (`file` names it in errors: "FILE:LINE: field ...").
+std::vector<ModelSpec> parse_model_catalog(std::string_view yaml, const std::string& file);
+std::vector<GpuSpec> parse_gpu_catalog(std::string_view yaml, const std::string& file);
+
+nlohmann::json to_json(const ModelSpec& m);
+nlohmann::json to_json(const GpuSpec& g);
+
+// A model catalog name, its canonical spelling; "unknown model ..." at `at` otherwise
+// (a line of a text input: calibration samples, steps files).
+std::string model_in(const TextLoc& at, std::string_view field, std::string_view v);
+
+}  // namespace prefixsim

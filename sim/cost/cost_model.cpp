@@ -1,0 +1,109 @@
+#include "sim/cost/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/base/error.h"
+#include "sim/cost/kv_sizing.h"
+
+namespace prefixsim {
+
+BatchSummary summarize(const Batch& batch) {
+  BatchSummary b;
+  for (const ScheduledSeq& s : batch.seqs) b.add(s.num_new_tokens, s.num_computed_tokens);
+  return b;
+}
+
+double step_seconds(const CostCoefficients& c, const BatchSummary& b) {
+  if (b.seqs == 0) return 0;
+  const double n = static_cast<double>(b.new_tokens);
+  return c.overhead_s + c.per_seq_s * static_cast<double>(b.seqs) +
+         std::max(c.linear_s_per_token * n, c.weight_floor_s) + c.attn_s_per_unit * b.attn_units +
+         c.kv_read_s_per_token * b.context_tokens + c.allreduce_s_per_token * n;
+}
+
+TimeNs seconds_to_ns(double s) { return static_cast<TimeNs>(std::ceil(s * 1e9)); }
+
+void add_tensor_parallel_comm(CostCoefficients& c, const ModelSpec& m, const GpuSpec& g, int tp,
+                              const CostModelOptions& o) {
+  if (tp <= 1) return;
+  // Two all-reduces per layer (after attention and after the MLP) of
+  // tokens x hidden activations; a ring moves 2*(TP-1)/TP of the bytes
+  // over each link, and each all-reduce pays the link latency once.
+  const double shards = tp;
+  const double ring = 2.0 * (shards - 1) / shards;
+  const double link = g.interconnect_bandwidth * o.link_efficiency;
+  c.allreduce_s_per_token += 2.0 * m.layers * ring * m.hidden * m.dtype_bytes / link;
+  c.overhead_s += 2.0 * m.layers * g.allreduce_latency_s;
+}
+
+CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int tp, const CostModelOptions& o) {
+  check_tensor_parallel(m, tp);
+  for (double e : {o.mfu_efficiency, o.attn_efficiency, o.bw_efficiency, o.link_efficiency})
+    if (!(e > 0 && e <= 1)) throw InputError("cost model: efficiencies must be in (0, 1]");
+  if (!(o.overhead_s >= 0)) throw InputError("cost model: overhead_s must be >= 0");
+  const double shards = tp;
+  const double flops = g.peak_bf16_flops * o.mfu_efficiency;
+  const double attn_flops = g.peak_bf16_flops * o.attn_efficiency;
+  const double bw = g.hbm_bandwidth * o.bw_efficiency;
+
+  CostCoefficients c;
+  // Linear layers: 2 FLOPs per parameter per token, split over the shards.
+  c.linear_s_per_token = 2.0 * static_cast<double>(m.per_token_matmul_params()) / shards / flops;
+  // ...but never faster than streaming this shard's weights from HBM once.
+  c.weight_floor_s = static_cast<double>(m.weight_bytes_read_per_step()) / shards / bw;
+  // Logits: the lm_head (vocab-parallel under TP) runs for one token per sequence.
+  c.per_seq_s = 2.0 * m.vocab * static_cast<double>(m.hidden) / shards / flops;
+  // Attention: QK^T and PV are 2*head_dim FLOPs each per query-key pair, per
+  // query head (heads/TP per shard), per layer.
+  c.attn_s_per_unit = 4.0 * m.head_dim * (m.heads / shards) * m.layers / attn_flops;
+  // KV read: every context token's K and V, every layer, this shard's heads.
+  c.kv_read_s_per_token = static_cast<double>(kv_bytes_per_token(m, tp, m.dtype_bytes)) / bw;
+  c.overhead_s = o.overhead_s;
+  add_tensor_parallel_comm(c, m, g, tp, o);
+  return c;
+}
+
+ModeledExecutor::ModeledExecutor(const ModelSpec& model, const GpuSpec& gpu, int tp, std::optional<Profile> profile,
+                                 const CostModelOptions& options)
+    : model_name_(model.name), gpu_name_(gpu.name), tp_(tp), options_(options), profile_(std::move(profile)) {
+  if (profile_) {
+    check_tensor_parallel(model, tp);
+    const Profile& p = *profile_;
+    if (p.model != model.name || p.gpu.catalog != gpu.name || p.tp != tp)
+      throw InputError("--profile: the profile was measured for " + p.model + " on " + p.gpu.catalog + " at TP " +
+                       std::to_string(p.tp) + ", but this run uses " + model.name + " on " + gpu.name + " at TP " +
+                       std::to_string(tp));
+    coef_ = p.coefficients;
+  } else {
+    coef_ = roofline_coefficients(model, gpu, tp, options);
+  }
+}
+
+TimeNs ModeledExecutor::step_time(const Batch& batch) { return seconds_to_ns(step_seconds(coef_, summarize(batch))); }
+
+TimeNs ModeledExecutor::prefill_time(int64_t new_tokens, int64_t cached_tokens) const {
+  BatchSummary b;
+  b.add(new_tokens, cached_tokens);
+  return seconds_to_ns(step_seconds(coef_, b));
+}
+
+nlohmann::json ModeledExecutor::to_json() const {
+  nlohmann::json j = {{"source", profile_ ? "profile" : "roofline"},
+                      {"model", model_name_},
+                      {"gpu", gpu_name_},
+                      {"tp", tp_},
+                      {"coefficients", prefixsim::to_json(coef_)}};
+  if (profile_) {
+    j["profile"] = prefixsim::to_json(*profile_);
+  } else {
+    j["options"] = {{"mfu_efficiency", options_.mfu_efficiency},
+                    {"attn_efficiency", options_.attn_efficiency},
+                    {"bw_efficiency", options_.bw_efficiency},
+                    {"link_efficiency", options_.link_efficiency},
+                    {"overhead_s", options_.overhead_s}};
+  }
+  return j;
+}
+
+}  // namespace prefixsim

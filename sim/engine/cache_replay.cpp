@@ -1,0 +1,254 @@
+#include "sim/engine/cache_replay.h"
+
+#include <algorithm>
+
+#include "sim/base/error.h"
+
+namespace prefixsim {
+
+namespace {
+
+// Appends the output of r to chain, which holds r's prompt. `out` is scratch.
+void hash_output(const Request& r, BlockHashChain& chain, std::vector<int32_t>& out) {
+  out.clear();
+  const uint64_t key = r.output_key();
+  for (int64_t k = 0; k < r.output_len; ++k) out.push_back(r.output_token(key, k));
+  chain.append_tokens(out);
+}
+
+// Feeds prompt + output of r into chain (reset first).
+void hash_request(const Request& r, int32_t block_size, BlockHashChain& chain, std::vector<int32_t>& out) {
+  r.hash_prompt(chain, block_size);
+  hash_output(r, chain, out);
+}
+
+// Interns block hashes: open addressing over 4-byte slots holding key + 1
+// (0 = empty); equality on the full hash in key_hashes. Grows at load 1/2.
+class HashInterner {
+ public:
+  explicit HashInterner(std::vector<BlockHash>& key_hashes) : hashes_(key_hashes) { slots_.assign(1 << 16, 0); }
+  uint32_t intern(const BlockHash& h) {
+    if ((hashes_.size() + 1) * 2 > slots_.size()) grow();
+    const uint64_t mask = slots_.size() - 1;
+    for (uint64_t i = h.lo & mask;; i = (i + 1) & mask) {
+      const uint32_t s = slots_[i];
+      if (s == 0) {
+        if (hashes_.size() >= UINT32_MAX - 1) throw InputError("trace: more than 2^32-2 distinct blocks");
+        hashes_.push_back(h);
+        slots_[i] = static_cast<uint32_t>(hashes_.size());
+        return slots_[i] - 1;
+      }
+      if (hashes_[s - 1] == h) return s - 1;
+    }
+  }
+
+ private:
+  void grow() {
+    slots_.assign(slots_.size() * 2, 0);
+    const uint64_t mask = slots_.size() - 1;
+    for (size_t k = 0; k < hashes_.size(); ++k) {
+      uint64_t i = hashes_[k].lo & mask;
+      while (slots_[i] != 0) i = (i + 1) & mask;
+      slots_[i] = static_cast<uint32_t>(k + 1);
+    }
+  }
+  std::vector<BlockHash>& hashes_;
+  std::vector<uint32_t> slots_;
+};
+
+class Preparer {
+ public:
+  explicit Preparer(int32_t block_size) : interner_(t_.key_hashes) { t_.block_size = block_size; }
+  void add(const Request& r) {
+    hash_request(r, t_.block_size, chain_, scratch_);
+    PreparedTrace::Entry e;
+    e.offset = t_.keys.size();
+    e.num_keys = static_cast<uint32_t>(chain_.hashes().size());
+    e.prompt_len = r.prompt_len;
+    e.total_len = r.prompt_len + r.output_len;
+    for (const BlockHash& h : chain_.hashes()) t_.keys.push_back(interner_.intern(h));
+    t_.requests.push_back(e);
+    t_.prompt_tokens += r.prompt_len;
+    t_.output_tokens += r.output_len;
+  }
+  PreparedTrace take() {
+    t_.keys.shrink_to_fit();
+    t_.key_hashes.shrink_to_fit();
+    return std::move(t_);
+  }
+
+ private:
+  PreparedTrace t_;
+  HashInterner interner_;
+  BlockHashChain chain_;
+  std::vector<int32_t> scratch_;
+};
+
+// The two ways a replay sees a request's chain: hashes looked up in the hash
+// index, or interned keys looked up in the dense index.
+struct HashChain {
+  std::span<const BlockHash> hashes;
+  size_t size() const { return hashes.size(); }
+  BlockId find(const BlockPool& pool, size_t i) const { return pool.find(hashes[i]); }
+  void cache(BlockPool& pool, std::span<const BlockId> table, size_t from, size_t to) const {
+    pool.cache_chain(table, hashes, from, to);
+  }
+};
+struct KeyChain {
+  std::span<const uint32_t> keys;
+  std::span<const BlockHash> key_hashes;
+  size_t size() const { return keys.size(); }
+  BlockId find(const BlockPool& pool, size_t i) const { return pool.find_key(keys[i]); }
+  void cache(BlockPool& pool, std::span<const BlockId> table, size_t from, size_t to) const {
+    for (size_t i = from; i < to; ++i) {
+      CachedBlockInfo info;
+      info.key = keys[i];
+      info.hash = key_hashes[keys[i]];
+      if (i > 0) {
+        info.parent_key = keys[i - 1];
+        info.parent = key_hashes[keys[i - 1]];
+      }
+      info.has_parent = i > 0;
+      info.depth = static_cast<uint32_t>(i);
+      pool.cache(table[i], info);
+    }
+  }
+};
+
+int32_t pool_blocks(int64_t num_blocks) {
+  if (num_blocks > INT32_MAX)
+    throw InputError("kv blocks: " + std::to_string(num_blocks) + " blocks is more than a pool can hold (2^31-1)");
+  return static_cast<int32_t>(num_blocks);
+}
+
+}  // namespace
+
+std::span<const uint32_t> PreparedTrace::lookup_keys(size_t i) const {
+  const Entry& e = requests[i];
+  const uint64_t cap = static_cast<uint64_t>((e.prompt_len - 1) / block_size);
+  return {keys.data() + e.offset, static_cast<size_t>(std::min<uint64_t>(e.num_keys, cap))};
+}
+
+PreparedTrace prepare_trace(RequestSource& src, int32_t block_size) {
+  Preparer p(block_size);
+  Request r;
+  while (src.next(r)) p.add(r);
+  return p.take();
+}
+
+PreparedTrace prepare_trace(std::span<const Request> requests, int32_t block_size) {
+  Preparer p(block_size);
+  for (const Request& r : requests) p.add(r);
+  return p.take();
+}
+
+CacheReplayer::CacheReplayer(int32_t block_size, int64_t num_blocks, std::unique_ptr<EvictionPolicy> policy,
+                             bool check_invariants, uint32_t num_keys)
+    : block_size_(block_size),
+      pool_(pool_blocks(num_blocks), true, std::move(policy), num_keys),
+      check_(check_invariants) {
+  if (block_size <= 0) throw InputError("block size must be positive");
+}
+
+void CacheReplayer::step(std::span<const BlockHash> hashes, int64_t prompt_len, int64_t total_len) {
+  if (pool_.keyed()) throw InternalError("cache replay: a keyed replay was given hashes");
+  step_impl(HashChain{hashes}, prompt_len, total_len);
+}
+
+void CacheReplayer::step_keys(std::span<const uint32_t> keys, std::span<const BlockHash> key_hashes,
+                              int64_t prompt_len, int64_t total_len) {
+  if (!pool_.keyed()) throw InternalError("cache replay: a hash-indexed replay was given keys");
+  step_impl(KeyChain{keys, key_hashes}, prompt_len, total_len);
+}
+
+template <class Chain>
+void CacheReplayer::step_impl(const Chain& chain, int64_t prompt_len, int64_t total_len) {
+  const int64_t B = block_size_;
+  pool_.policy().on_request(seq_++);
+  // Lookup (KvCacheManager::lookup): walk from block 0, stop at the first
+  // miss, never the block holding the last prompt token.
+  table_.clear();
+  const size_t max_hit = std::min(chain.size(), static_cast<size_t>((prompt_len - 1) / B));
+  for (size_t i = 0; i < max_hit; ++i) {
+    const BlockId b = chain.find(pool_, i);
+    if (b == kNoBlock) break;
+    table_.push_back(b);
+  }
+  const int64_t num_hit = static_cast<int64_t>(table_.size());
+  // Admission (KvCacheManager::allocate, full sequence must fit): free hit
+  // blocks are counted because touching them takes them out of the free set.
+  int64_t evictable = 0;
+  for (BlockId b : table_) evictable += pool_.ref_count(b) == 0 ? 1 : 0;
+  const int64_t need_total = (total_len + B - 1) / B;
+  if (need_total - num_hit + evictable > pool_.num_free()) {
+    ++r_.refused_requests;
+    r_.refused_prompt_tokens += prompt_len;
+    return;
+  }
+  ++r_.requests;
+  r_.prompt_tokens += prompt_len;
+  r_.output_tokens += total_len - prompt_len;
+  r_.hit_tokens += num_hit * B;
+  r_.queried_blocks += static_cast<uint64_t>((prompt_len + B - 1) / B);
+  r_.hit_blocks += static_cast<uint64_t>(num_hit);
+  // Touch the hits, pop the rest, cache every full block not yet cached.
+  pool_.touch(table_);
+  pool_.allocate(static_cast<int32_t>(need_total - num_hit), table_);
+  r_.allocated_blocks += static_cast<uint64_t>(need_total - num_hit);
+  const size_t full = std::min(chain.size(), static_cast<size_t>(total_len / B));
+  if (full > static_cast<size_t>(num_hit)) chain.cache(pool_, table_, static_cast<size_t>(num_hit), full);
+  // The request finishes: free its blocks last to first.
+  for (auto it = table_.rbegin(); it != table_.rend(); ++it) pool_.release(*it);
+  if (check_) {
+    const std::string err = pool_.check_invariants();
+    if (!err.empty())
+      throw InternalError("cache replay, request " + std::to_string(seq_ - 1) + ", policy " +
+                          pool_.policy().name() + ": " + err);
+  }
+}
+
+CacheReplayResult CacheReplayer::result() const {
+  CacheReplayResult r = r_;
+  r.evictions = pool_.evictions();
+  r.hit_rate = r.prompt_tokens > 0 ? static_cast<double>(r.hit_tokens) / static_cast<double>(r.prompt_tokens) : 0;
+  r.block_hit_rate =
+      r.queried_blocks > 0 ? static_cast<double>(r.hit_blocks) / static_cast<double>(r.queried_blocks) : 0;
+  return r;
+}
+
+CacheReplayResult run_cache_replay(const PreparedTrace& trace, int64_t num_blocks,
+                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants) {
+  CacheReplayer rep(trace.block_size, num_blocks, std::move(policy), check_invariants,
+                    std::max<uint32_t>(trace.num_keys(), 1));
+  for (size_t i = 0; i < trace.size(); ++i)
+    rep.step_keys(trace.keys_of(i), trace.key_hashes, trace.requests[i].prompt_len, trace.requests[i].total_len);
+  return rep.result();
+}
+
+CacheReplayResult run_cache_replay(std::span<const Request> requests, int32_t block_size, int64_t num_blocks,
+                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants) {
+  CacheReplayer rep(block_size, num_blocks, std::move(policy), check_invariants);
+  BlockHashChain chain;
+  std::vector<int32_t> scratch;
+  for (const Request& r : requests) {
+    hash_request(r, block_size, chain, scratch);
+    rep.step(chain.hashes(), r.prompt_len, r.prompt_len + r.output_len);
+  }
+  return rep.result();
+}
+
+CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64_t num_blocks,
+                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants) {
+  CacheReplayer rep(block_size, num_blocks, std::move(policy), check_invariants);
+  BlockHashChain chain;
+  std::vector<int32_t> scratch;
+  Request r;
+  while (src.next(r)) {
+    r.take_prompt_chain(chain, block_size);  // moved, not copied: r is ours
+    hash_output(r, chain, scratch);
+    rep.step(chain.hashes(), r.prompt_len, r.prompt_len + r.output_len);
+  }
+  return rep.result();
+}
+
+}  // namespace prefixsim

@@ -1,0 +1,196 @@
+#include "sim/engine/engine.h"
+
+#include <algorithm>
+
+#include "sim/base/error.h"
+
+namespace prefixsim {
+
+const RequestOutputTokens Engine::kTraceTokens;
+
+namespace {
+// Priorities at one instant: apply the step that ended, then arrivals, then
+// start the next step (so it sees those arrivals).
+constexpr int32_t kPrioStepDone = 0;
+constexpr int32_t kPrioArrival = 1;
+constexpr int32_t kPrioStartStep = 2;
+
+}  // namespace
+
+Engine::Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, const TokenSource* tokens)
+    : kv_(kv), exec_(exec), sched_(cfg, kv, tokens ? *tokens : kTraceTokens) {}
+
+bool Engine::pull(RequestSource& source) {
+  if (!source.next(next_)) return false;
+  if (next_.arrival < last_arrival_)
+    throw InputError(origin_ + ": request '" + next_.id + "' arrives at " + std::to_string(next_.arrival) +
+                     " ns, before the previous request (" + std::to_string(last_arrival_) +
+                     " ns); requests must be sorted by arrival time");
+  last_arrival_ = next_.arrival;
+  loop_.schedule(std::max(next_.arrival, loop_.now()), kPrioArrival, kArrival, res_.arrived + 1);
+  return true;
+}
+
+void Engine::request_start() {
+  if (step_in_flight_ || start_pending_) return;
+  loop_.schedule(loop_.now(), kPrioStartStep, kStartStep, res_.steps);
+  start_pending_ = true;
+}
+
+void Engine::on_arrival() {
+  ++res_.arrived;
+  const SchedulerConfig& cfg = sched_.config();
+  // The most a request will ever hold: its prompt and all outputs but the
+  // last (the last sampled token is never computed), capped by max_model_len.
+  int64_t max_tokens = std::max<int64_t>(next_.output_len, 1);
+  std::string why;
+  if (next_.prompt_len <= 0) {
+    why = "its prompt is empty";
+  } else if (cfg.max_model_len > 0 && next_.prompt_len >= cfg.max_model_len) {
+    why = "its prompt of " + std::to_string(next_.prompt_len) + " tokens leaves no room under max_model_len " +
+          std::to_string(cfg.max_model_len);
+  } else {
+    if (cfg.max_model_len > 0) max_tokens = std::min(max_tokens, cfg.max_model_len - next_.prompt_len);
+    why = sched_.never_fits(next_.prompt_len + max_tokens - 1);
+    if (!why.empty()) why = "its prompt and outputs " + why;
+  }
+  if (!why.empty()) {
+    ++res_.refused;
+    if (obs_) obs_->on_request_refused(next_, why);
+    return;
+  }
+  const TimeNs arrival = next_.arrival;
+  const SlotId s = sched_.add_request(std::move(next_));
+  if (timing_.size() < sched_.slot_capacity()) timing_.resize(sched_.slot_capacity());
+  timing_[s] = Timing{};
+  timing_[s].arrival = arrival;
+  request_start();
+}
+
+void Engine::start_step() {
+  start_pending_ = false;
+  if (!sched_.has_requests()) return;  // idle until the next arrival
+  const StepPlan& plan = sched_.schedule();
+  const TimeNs now = loop_.now();
+  if (plan.empty()) {
+    // Nothing to run (e.g. the step right after the last finish, which only
+    // reports finished ids): no model call, no time passes.
+    sched_.update_from_output();
+    res_.preemptions += plan.preempted.size();
+    res_.prefix_cache += plan.prefix_stats;
+    if (sched_.num_running() + sched_.num_waiting() > 0) {
+      if (plan.preempted.empty())
+        throw InternalError("engine: the scheduler made no progress with " + std::to_string(sched_.num_waiting()) +
+                            " waiting and " + std::to_string(sched_.num_running()) + " running requests");
+      request_start();
+    }
+    return;
+  }
+  for (const Admission& a : plan.admitted) {
+    Timing& t = timing_[a.slot];
+    if (t.first_scheduled < 0) {
+      t.first_scheduled = now;
+      t.hit_tokens = a.hit_tokens;
+      res_.admitted_prompt_tokens += static_cast<uint64_t>(sched_.request(a.slot).prompt_len);
+      res_.admitted_hit_tokens += static_cast<uint64_t>(a.hit_tokens);
+    }
+  }
+  const TimeNs d = exec_.step_time(plan.batch);
+  if (d < 0) throw InternalError("executor returned a negative step time");
+  step_start_ = now;
+  step_in_flight_ = true;
+  ++res_.steps;
+  loop_.schedule(now + d, kPrioStepDone, kStepDone, res_.steps);
+}
+
+void Engine::finish_step() {
+  step_in_flight_ = false;
+  sched_.update_from_output();
+  const StepPlan& plan = sched_.plan();
+  const TimeNs now = loop_.now();
+  for (const ScheduledEntry& e : plan.scheduled) {
+    if (!e.samples) continue;
+    Timing& t = timing_[e.slot];
+    if (t.first_token < 0) {
+      t.first_token = now;
+    } else {
+      t.max_itl = std::max(t.max_itl, now - t.last_token);
+    }
+    t.last_token = now;
+  }
+  for (SlotId s : plan.finished) {
+    const Timing& t = timing_[s];
+    const Request& r = sched_.request(s);
+    ++res_.finished;
+    res_.prompt_tokens += static_cast<uint64_t>(r.prompt_len);
+    res_.output_tokens += static_cast<uint64_t>(sched_.num_outputs(s));
+    if (obs_) {
+      RequestRecord rec;
+      rec.request = &r;
+      rec.arrival = t.arrival;
+      rec.first_scheduled = t.first_scheduled;
+      rec.first_token = t.first_token;
+      rec.finish = now;
+      rec.max_itl = t.max_itl;
+      rec.prompt_tokens = r.prompt_len;
+      rec.output_tokens = sched_.num_outputs(s);
+      rec.hit_tokens = t.hit_tokens;
+      rec.preemptions = sched_.num_preemptions(s);
+      obs_->on_request_finished(rec);
+    }
+  }
+  res_.preemptions += plan.preempted.size();
+  res_.prefix_cache += plan.prefix_stats;
+  if (obs_) {
+    StepRecord st;
+    st.index = res_.steps;
+    st.start = step_start_;
+    st.duration = now - step_start_;
+    st.num_seqs = static_cast<int64_t>(plan.scheduled.size());
+    st.prefill_tokens = plan.prefill_tokens;
+    st.decode_tokens = plan.decode_tokens;
+    st.admitted = static_cast<int64_t>(plan.admitted.size());
+    st.preempted = static_cast<int64_t>(plan.preempted.size());
+    st.finished = static_cast<int64_t>(plan.finished.size());
+    st.kv_usage = kv_.pool().usage();
+    st.num_free_blocks = kv_.pool().num_free();
+    st.waiting = sched_.num_waiting();
+    st.running = sched_.num_running();
+    st.prefix_stats = plan.prefix_stats;
+    st.plan = &plan;
+    st.scheduler = &sched_;
+    obs_->on_step(st);
+  }
+  request_start();
+}
+
+EngineResult Engine::run(RequestSource& source) {
+  if (loop_.processed() > 0 || res_.arrived > 0) throw InternalError("Engine::run called twice");
+  origin_ = source.origin();
+  pull(source);
+  Event ev;
+  while (loop_.pop(ev)) {
+    switch (ev.kind) {
+      case kArrival:
+        on_arrival();
+        pull(source);  // keep exactly one future arrival buffered
+        break;
+      case kStartStep:
+        start_step();
+        break;
+      case kStepDone:
+        finish_step();
+        break;
+      default:
+        throw InternalError("engine: unknown event kind " + std::to_string(ev.kind));
+    }
+  }
+  if (sched_.num_running() + sched_.num_waiting() > 0)
+    throw InternalError("engine: the event loop ran dry with requests still queued");
+  res_.end_time = loop_.now();
+  res_.events = loop_.processed();
+  res_.event_fingerprint = loop_.fingerprint();
+  return res_;
+}
+
+}  // namespace prefixsim

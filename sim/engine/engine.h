@@ -1,0 +1,148 @@
+// The time-driven replay engine (one replica): requests arrive from a
+// RequestSource, the vLLM v1 Scheduler (the same one `prefixsim sched` runs)
+// forms a Batch each step, the Executor says how long the step takes, and the
+// step's output is applied when it ends. Steps run back to back while there
+// is work; the engine idles (no events) when there is none.
+//
+// Event order at one instant: a step that ends is applied first (its tokens,
+// finishes and frees), then the requests arriving at that instant join
+// `waiting`, then the next step is scheduled. That is EngineCore's loop:
+// inputs queued before step() are seen by its schedule().
+//
+// TTFT: a request's first token is produced at the END of the step whose
+// chunk completes its prompt (§6 of the scheduler README).
+//
+// This is vLLM's synchronous engine loop. The default vLLM deployment
+// schedules step k+1 while step k runs (async scheduling, README §11): its
+// finishes and block frees land one step later and step boundaries overlap
+// the model's time, so our TTFT is that of `--no-async-scheduling`.
+//
+// Memory: only the next arrival is buffered; per-request state lives in the
+// scheduler's slots and in a vector indexed by slot, and is released when the
+// request finishes. Measurements go out through EngineObserver; the engine
+// keeps no per-request history.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/engine/batch.h"
+#include "sim/engine/event_loop.h"
+#include "sim/kv/kv_cache_manager.h"
+#include "sim/engine/request_source.h"
+#include "sim/engine/scheduler.h"
+
+namespace prefixsim {
+
+struct RequestRecord {
+  const Request* request = nullptr;  // valid during the callback only
+  TimeNs arrival = 0;
+  TimeNs first_scheduled = 0;  // start of the step that first admitted it
+  TimeNs first_token = 0;      // end of the step that completed its prompt
+  TimeNs finish = 0;           // end of the step that produced its last token
+  TimeNs max_itl = 0;          // longest gap between two consecutive output tokens
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t hit_tokens = 0;      // local prefix hit at its first admission
+  uint32_t preemptions = 0;
+
+  TimeNs ttft() const { return first_token - arrival; }
+  TimeNs queueing() const { return first_scheduled - arrival; }
+  TimeNs e2e() const { return finish - arrival; }
+  // Mean time per output token after the first (vLLM's TPOT); 0 with one token.
+  double tpot() const {
+    return output_tokens > 1 ? static_cast<double>(finish - first_token) / static_cast<double>(output_tokens - 1) : 0.0;
+  }
+};
+
+struct StepRecord {
+  uint64_t index = 0;  // 1-based count of steps that ran a batch
+  TimeNs start = 0;
+  TimeNs duration = 0;
+  int64_t num_seqs = 0;
+  int64_t prefill_tokens = 0;  // chunks of prompts (or recomputation)
+  int64_t decode_tokens = 0;
+  int64_t admitted = 0;        // requests admitted from waiting (resumptions included)
+  int64_t preempted = 0;
+  int64_t finished = 0;
+  double kv_usage = 0;         // pool usage after the step's output was applied (vLLM's kv_cache_usage)
+  int64_t num_free_blocks = 0;
+  size_t waiting = 0;          // after the step
+  size_t running = 0;
+  PrefixCacheStats prefix_stats;  // lookups of this step (vLLM way: refused/preempted ones too)
+  const StepPlan* plan = nullptr;          // valid during the callback only
+  const Scheduler* scheduler = nullptr;    // to name the plan's slots
+};
+
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void on_request_finished(const RequestRecord&) {}
+  virtual void on_step(const StepRecord&) {}
+  // A request that could never be scheduled (it would block `waiting`
+  // forever); it is counted in EngineResult::refused, never dropped silently.
+  virtual void on_request_refused(const Request&, const std::string& /*reason*/) {}
+};
+
+struct EngineResult {
+  uint64_t arrived = 0;
+  uint64_t finished = 0;
+  uint64_t refused = 0;
+  uint64_t steps = 0;        // steps that ran a batch
+  uint64_t preemptions = 0;
+  uint64_t prompt_tokens = 0;   // of finished requests
+  uint64_t output_tokens = 0;
+  // Admission-based hit rate (DESIGN's hit_rate): prompt tokens and local
+  // hits of each request at its first admission.
+  uint64_t admitted_prompt_tokens = 0;
+  uint64_t admitted_hit_tokens = 0;
+  PrefixCacheStats prefix_cache;  // vLLM's lookup counting, summed over steps
+  TimeNs end_time = 0;            // when the last event ran
+  uint64_t events = 0;
+  uint64_t event_fingerprint = 0;
+};
+
+class Engine {
+ public:
+  // `tokens` defaults to the requests' own outputs (Request::output_token).
+  Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, const TokenSource* tokens = nullptr);
+
+  void set_observer(EngineObserver* obs) { obs_ = obs; }
+  // Replays the whole source. Throws InputError when arrivals go back in time.
+  EngineResult run(RequestSource& source);
+
+  const Scheduler& scheduler() const { return sched_; }
+
+ private:
+  enum Kind : uint32_t { kStepDone = 0, kArrival = 1, kStartStep = 2 };
+  // Per-slot measurements of a live request.
+  struct Timing {
+    TimeNs arrival = 0, first_scheduled = -1, first_token = -1, last_token = -1, max_itl = 0;
+    int64_t hit_tokens = 0;
+  };
+
+  bool pull(RequestSource& source);
+  void on_arrival();
+  void start_step();
+  void finish_step();
+  void request_start();
+
+  static const RequestOutputTokens kTraceTokens;
+  KvCacheManager& kv_;
+  Executor& exec_;
+  Scheduler sched_;
+  EngineObserver* obs_ = nullptr;
+  EventLoop loop_;
+  Request next_;  // the one buffered arrival
+  TimeNs last_arrival_ = 0;
+  std::string origin_;
+  std::vector<Timing> timing_;  // by slot
+  bool step_in_flight_ = false;
+  bool start_pending_ = false;
+  TimeNs step_start_ = 0;
+  EngineResult res_;
+};
+
+}  // namespace prefixsim

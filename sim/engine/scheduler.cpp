@@ -1,0 +1,253 @@
+#include "sim/engine/scheduler.h"
+
+#include <algorithm>
+
+#include "sim/base/error.h"
+
+namespace prefixsim {
+
+uint64_t PromptSumTokens::prepare(const Request& r) const {
+  uint64_t sum = 0;
+  for (int32_t t : r.tokens) sum += static_cast<uint64_t>(t);
+  return sum;
+}
+
+int32_t PromptSumTokens::token(const Request&, uint64_t prepared, int64_t k) const {
+  return static_cast<int32_t>((prepared + static_cast<uint64_t>(k)) % 50000 + 1);
+}
+
+void StepPlan::clear() {
+  scheduled.clear();
+  admitted.clear();
+  preempted.clear();
+  finished.clear();
+  prefix_stats = {};
+  batch.clear();
+  prefill_tokens = 0;
+  decode_tokens = 0;
+}
+
+Scheduler::Scheduler(const SchedulerConfig& cfg, KvCacheManager& kv, const TokenSource& tokens)
+    : cfg_(cfg), kv_(kv), tokens_(tokens) {
+  if (cfg_.max_num_seqs < 1) throw InputError("max_num_seqs must be at least 1");
+  if (cfg_.max_num_batched_tokens < 1) throw InputError("max_num_batched_tokens must be at least 1");
+  if (cfg_.long_prefill_token_threshold < 0) throw InputError("long_prefill_token_threshold must not be negative");
+  if (cfg_.max_model_len < 0) throw InputError("max_model_len must not be negative");
+}
+
+int64_t Scheduler::blocks_for(int64_t tokens) const {
+  const int64_t b = kv_.block_size();
+  return (tokens + b - 1) / b;
+}
+
+std::string Scheduler::never_fits(int64_t num_tokens) const {
+  const int64_t usable = kv_.pool().num_usable();
+  if (blocks_for(num_tokens) > usable)
+    return "needs " + std::to_string(blocks_for(num_tokens)) + " blocks of " + std::to_string(kv_.block_size()) +
+           " tokens for " + std::to_string(num_tokens) + " tokens, but the pool has only " + std::to_string(usable) +
+           " usable blocks";
+  // Without chunking a waiting request must be scheduled whole (§9); the
+  // threshold cap applies first.
+  int64_t n = num_tokens;
+  if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold)
+    n = cfg_.long_prefill_token_threshold;
+  if (!cfg_.enable_chunked_prefill && n > cfg_.max_num_batched_tokens)
+    return std::to_string(num_tokens) + " tokens exceed max_num_batched_tokens " +
+           std::to_string(cfg_.max_num_batched_tokens) + " and chunked prefill is off";
+  return {};
+}
+
+SlotId Scheduler::add_request(Request&& r) {
+  if (r.prompt_len <= 0) throw InputError("request '" + r.id + "' has an empty prompt");
+  if (cfg_.max_model_len > 0 && r.prompt_len >= cfg_.max_model_len)
+    throw InputError("request '" + r.id + "' has a prompt of " + std::to_string(r.prompt_len) +
+                     " tokens, which leaves no room for an output under max_model_len " +
+                     std::to_string(cfg_.max_model_len));
+  SlotId s;
+  if (!free_slots_.empty()) {
+    s = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    s = static_cast<SlotId>(seqs_.size());
+    seqs_.push_back(std::make_unique<Seq>());
+  }
+  Seq& q = *seqs_[s];
+  q.req = std::move(r);
+  // The prompt is hashed at its first lookup (prepare_for_lookup), not here:
+  // a deep waiting queue would otherwise hold a hash chain per request.
+  q.chain.reset(kv_.block_size(), &q.req.extras);
+  q.req.prompt_chain = BlockHashChain{};
+  q.prepared = false;
+  q.kv.blocks.clear();
+  q.kv.num_cached = 0;
+  q.num_tokens = q.req.prompt_len;
+  q.num_computed = 0;
+  q.num_outputs = 0;
+  q.max_tokens = std::max<int64_t>(q.req.output_len, 1);
+  q.token_key = tokens_.prepare(q.req);
+  q.num_preemptions = 0;
+  q.status = SeqStatus::kWaiting;
+  waiting_.push_back(s);  // _enqueue_waiting_request: the tail
+  ++live_;
+  return s;
+}
+
+void Scheduler::prepare_for_lookup(Seq& q) {
+  if (q.prepared) return;
+  q.prepared = true;
+  // Sized for the whole sequence: decoding appends without regrowing.
+  // (Capped by the pool: a trace's output_len may be far beyond what runs.)
+  const int64_t most =
+      std::min<int64_t>(q.req.prompt_len + q.max_tokens, int64_t{kv_.pool().num_usable()} * kv_.block_size());
+  q.kv.blocks.reserve(static_cast<size_t>(blocks_for(most)));
+  // Hashes are only needed when something can be cached.
+  if (!kv_.pool().caching_enabled()) return;
+  q.chain.reserve_tokens(most);
+  q.req.append_prompt_to(q.chain);
+}
+
+void Scheduler::release(SlotId s) {
+  Seq& q = *seqs_[s];
+  q.req = Request{};  // the request's own data goes now
+  // So do its chain and block table: the slot may next hold a request that
+  // waits long before its first lookup.
+  q.chain = BlockHashChain(kv_.block_size(), &q.req.extras);
+  std::vector<BlockId>().swap(q.kv.blocks);
+  free_slots_.push_back(s);
+  --live_;
+}
+
+void Scheduler::push_scheduled(SlotId s, int64_t n) {
+  Seq& q = *seqs_[s];
+  ScheduledEntry e;
+  e.slot = s;
+  e.num_new_tokens = n;
+  e.num_computed_before = q.num_computed;
+  // _update_after_schedule: c advances now, before the model runs.
+  q.num_computed += n;
+  // §6, the model runner's discard rule: only a chunk that reaches the end
+  // of the current sequence keeps its sampled token.
+  e.samples = q.num_computed >= q.num_tokens;
+  e.first_token = e.samples && q.num_outputs == 0;
+  const bool decode = n == 1 && q.num_outputs > 0 && e.num_computed_before == q.num_tokens - 1;
+  (decode ? plan_.decode_tokens : plan_.prefill_tokens) += n;
+  plan_.scheduled.push_back(e);
+}
+
+void Scheduler::preempt(SlotId victim) {
+  // _preempt_request (§3.2): free last block first, recompute from 0, keep
+  // the outputs, go to the HEAD of waiting.
+  Seq& q = *seqs_[victim];
+  kv_.free(q.kv);
+  q.status = SeqStatus::kPreempted;
+  q.num_computed = 0;
+  ++q.num_preemptions;
+  waiting_.push_front(victim);
+  plan_.preempted.push_back(victim);
+  ++total_preemptions_;
+}
+
+// §3.1: walk `running` while the budget lasts. A request that cannot get its
+// blocks preempts the tail of `running` until it can, or until it is the tail
+// itself (self-preemption ends the phase).
+void Scheduler::schedule_running(int64_t& budget, bool& preempted_any) {
+  size_t i = 0;
+  while (i < running_.size() && budget > 0) {
+    const SlotId s = running_[i];
+    Seq& q = *seqs_[s];
+    int64_t n = q.num_tokens - q.num_computed;
+    if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold)
+      n = cfg_.long_prefill_token_threshold;
+    n = std::min(n, budget);
+    if (cfg_.max_model_len > 0) n = std::min(n, cfg_.max_model_len - 1 - q.num_computed);
+    if (n <= 0) {
+      ++i;
+      continue;
+    }
+    for (;;) {
+      // Running requests never use the whole-sequence admission test (§5.2).
+      if (kv_.allocate(q.kv, q.chain, q.num_tokens, q.num_computed, n, {}, 0, false)) {
+        push_scheduled(s, n);
+        budget -= n;
+        ++i;
+        break;
+      }
+      const SlotId victim = running_.back();
+      running_.pop_back();
+      preempt(victim);
+      preempted_any = true;
+      if (victim == s) return;
+    }
+  }
+}
+
+// §3.3: admit from the head of `waiting` only (head-of-line blocking).
+void Scheduler::schedule_waiting(int64_t& budget) {
+  while (!waiting_.empty() && budget > 0) {
+    // max_num_seqs is checked before the lookup: a request kept out by S is
+    // not looked up and not counted.
+    if (static_cast<int64_t>(running_.size()) >= cfg_.max_num_seqs) break;
+    const SlotId s = waiting_.front();
+    Seq& q = *seqs_[s];
+    kv_.pool().policy().on_request(lookup_counter_++);
+    prepare_for_lookup(q);
+    // The lookup's stats are recorded now, whether or not it is admitted (§8).
+    const LookupResult hit = kv_.lookup(q.chain, q.num_tokens, q.num_preemptions > 0);
+    int64_t n = q.num_tokens - hit.hit_tokens;
+    if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold)
+      n = cfg_.long_prefill_token_threshold;
+    if (!cfg_.enable_chunked_prefill && n > budget) break;
+    n = std::min(n, budget);
+    if (!kv_.allocate(q.kv, q.chain, q.num_tokens, 0, n, hit.blocks, hit.hit_tokens, cfg_.full_sequence_must_fit))
+      break;
+    waiting_.pop_front();
+    running_.push_back(s);
+    const bool resumed = q.status == SeqStatus::kPreempted;
+    q.status = SeqStatus::kRunning;
+    q.num_computed = hit.hit_tokens;
+    plan_.admitted.push_back({s, hit.hit_tokens, resumed});
+    push_scheduled(s, n);
+    budget -= n;
+  }
+}
+
+const StepPlan& Scheduler::schedule() {
+  // The requests reported finished by the last step are gone now.
+  for (SlotId s : finished_pending_) release(s);
+  finished_pending_.clear();
+  plan_.clear();
+  int64_t budget = cfg_.max_num_batched_tokens;
+  bool preempted_any = false;
+  schedule_running(budget, preempted_any);
+  // No admission in a step that preempted (L545).
+  if (!preempted_any) schedule_waiting(budget);
+  plan_.prefix_stats = kv_.take_stats();
+  // Built last: block tables are final once scheduling is done (victims are
+  // never scheduled requests, so no scheduled table changes after its entry).
+  for (const ScheduledEntry& e : plan_.scheduled)
+    plan_.batch.seqs.push_back({e.num_new_tokens, e.num_computed_before, seqs_[e.slot]->kv.blocks});
+  return plan_;
+}
+
+void Scheduler::update_from_output() {
+  for (const ScheduledEntry& e : plan_.scheduled) {
+    if (!e.samples) continue;
+    Seq& q = *seqs_[e.slot];
+    const int32_t tok = tokens_.token(q.req, q.token_key, q.num_outputs);
+    if (kv_.pool().caching_enabled()) q.chain.append_token(tok);
+    ++q.num_tokens;
+    ++q.num_outputs;
+    // check_stop: max_tokens, or the model length.
+    if (q.num_outputs >= q.max_tokens || (cfg_.max_model_len > 0 && q.num_tokens >= cfg_.max_model_len)) {
+      // Freed right away, in scheduled order: this sets the free-queue order.
+      kv_.free(q.kv);
+      q.status = SeqStatus::kFinished;
+      plan_.finished.push_back(e.slot);
+    }
+  }
+  if (!plan_.finished.empty())
+    std::erase_if(running_, [this](SlotId s) { return seqs_[s]->status == SeqStatus::kFinished; });
+  finished_pending_.assign(plan_.finished.begin(), plan_.finished.end());
+}
+
+}  // namespace prefixsim

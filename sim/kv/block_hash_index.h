@@ -1,0 +1,69 @@
+// hash -> block map of the block pool: a bucket array (a power of two, at
+// least twice the pool, so chains stay short) whose chains are threaded
+// through the blocks themselves: a block's node holds the next block of its
+// chain and a 32-bit tag of its hash. The 128-bit keys stay in the pool's
+// per-block hash vector; the tag skips loading them on almost every
+// mismatch. Equality is always decided on the full hash.
+//
+// Caching never deduplicates (vLLM keeps every block id under a hash), so a
+// chain may hold several blocks of one hash. Inserts go to the chain's head
+// (one store, no walk: an insert reads no other block's node), so a chain is
+// newest first and the *last* block of a hash met on it is the
+// earliest-inserted one still cached: find() returns it, as vLLM's
+// dict-of-dicts does. Chains average under 1.5 blocks, so walking a whole
+// chain costs a find little; a miss walks it whole anyway.
+//
+// Compared with open addressing (backward-shift deletion, which the pool
+// used before): erasing a block unlinks it from a chain of about one node
+// instead of shifting a run of slots, and no operation moves other entries.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/base/types.h"
+
+namespace prefixsim {
+
+class BlockHashIndex {
+ public:
+  static constexpr BlockId kNotCached = -2;  // node.next of an uncached block
+
+  // Room for up to num_blocks cached blocks; keys come from (*hashes)[id].
+  void reset(int32_t num_blocks, const std::vector<BlockHash>* hashes);
+
+  BlockId find(const BlockHash& h) const {
+    const uint32_t t = tag_of(h);
+    BlockId earliest = kNoBlock;
+    for (BlockId b = buckets_[home(h)]; b != kNoBlock; b = nodes_[b].next)
+      if (nodes_[b].tag == t && (*hashes_)[b] == h) earliest = b;
+    return earliest;
+  }
+  // Hints the CPU to fetch the bucket of h (a lookup soon to come).
+  void prefetch(const BlockHash& h) const { __builtin_prefetch(&buckets_[home(h)]); }
+  bool contains_block(BlockId b) const { return nodes_[b].next != kNotCached; }
+  // Inserts b under (*hashes)[b], as the newest block of its hash.
+  void insert(BlockId b);
+  // Removes b (which must be cached).
+  void erase(BlockId b);
+  // Next block with the same hash, in insertion order (kNoBlock at the end).
+  BlockId next_duplicate(BlockId b) const;
+  size_t size() const { return size_; }
+  size_t bytes() const { return buckets_.capacity() * sizeof(BlockId) + nodes_.capacity() * sizeof(Node); }
+
+ private:
+  struct Node {
+    BlockId next = kNotCached;  // next block of the chain, kNoBlock, or kNotCached
+    uint32_t tag = 0;           // hash bits not used by home(): a cheap first test
+  };
+  uint64_t home(const BlockHash& h) const { return (h.lo ^ (h.lo >> 32)) & mask_; }
+  static uint32_t tag_of(const BlockHash& h) { return static_cast<uint32_t>(h.hi >> 32); }
+
+  std::vector<BlockId> buckets_;  // first block of each chain, or kNoBlock
+  std::vector<Node> nodes_;       // by block
+  const std::vector<BlockHash>* hashes_ = nullptr;
+  uint64_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace prefixsim

@@ -1,0 +1,151 @@
+#include "sim/kv/block_pool.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "sim/base/error.h"
+
+namespace prefixsim {
+
+// Debug builds (PREFIXSIM_DEBUG_INVARIANTS) check, after every operation, the
+// part of the invariant (block_pool.h) that the operation touched: O(1) per
+// block, so whole test suites run with it. check_invariants() is the full,
+// O(N) check (--check-invariants, the property tests).
+#ifdef PREFIXSIM_DEBUG_INVARIANTS
+#define POOL_INVARIANT(cond, what)                                                                       \
+  do {                                                                                                   \
+    if (!(cond)) throw InternalError(std::string("block pool invariant broken: ") + (what));            \
+  } while (0)
+#else
+#define POOL_INVARIANT(cond, what) \
+  do {                             \
+  } while (0)
+#endif
+
+BlockPool::BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy,
+                     uint32_t num_keys)
+    : num_blocks_(num_blocks), enable_caching_(enable_caching), policy_(std::move(policy)), keyed_(num_keys > 0) {
+  if (num_blocks < 2) throw InputError("num_blocks must be at least 2 (block 0 is the null block)");
+  ref_.assign(static_cast<size_t>(num_blocks), 0);
+  hashes_.assign(static_cast<size_t>(num_blocks), BlockHash{});
+  if (keyed_)
+    keys_.reset(num_blocks, num_keys);
+  else
+    index_.reset(num_blocks, &hashes_);
+  num_free_ = num_blocks - 1;
+  policy_->reset(*this, num_blocks);
+}
+
+void BlockPool::touch(std::span<const BlockId> blocks) {
+  for (BlockId b : blocks) {
+    const bool was_free = ref_[b] == 0;
+    if (was_free) --num_free_;
+    policy_->on_hit(b, was_free);
+    ++ref_[b];
+    POOL_INVARIANT(b > 0 && !policy_->is_free(b), "a touched block is still in the free set");
+  }
+  POOL_INVARIANT(num_free_ == policy_->num_free(), "free count differs from the policy's after touch");
+}
+
+void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
+  const bool tell = policy_->observes_contents();
+  for (int32_t i = 0; i < n; ++i) {
+    const BlockId b = policy_->pop_free();
+    if (b <= 0 || ref_[b] != 0) throw InternalError("eviction policy handed out a block that is not free");
+    if (is_cached(b)) {  // lazy eviction at reuse
+      if (keyed_)
+        keys_.erase(b);
+      else
+        index_.erase(b);
+      ++evictions_;
+      if (tell) policy_->on_evicted(b, hashes_[b], keyed_ ? keys_.key_of(b) : kNoKey);
+    }
+    ref_[b] = 1;
+    --num_free_;
+    POOL_INVARIANT(!policy_->is_free(b) && !is_cached(b), "an allocated block is free or still cached");
+    out.push_back(b);
+  }
+  POOL_INVARIANT(num_free_ == policy_->num_free(), "free count differs from the policy's after allocate");
+}
+
+void BlockPool::index_block(BlockId b, const BlockHash& hash, uint32_t key) {
+  POOL_INVARIANT(b > 0 && ref_[b] > 0, "only a block in use can be filled and cached");
+  hashes_[b] = hash;
+  if (keyed_) {
+    if (key == kNoKey) throw InternalError("keyed block pool: a block was cached without its key");
+    keys_.insert(b, key);
+  } else {
+    index_.insert(b);
+  }
+}
+
+void BlockPool::cache(BlockId b, const CachedBlockInfo& info) {
+  index_block(b, info.hash, info.key);
+  policy_->on_cached(b, info);
+}
+
+void BlockPool::cache_chain(std::span<const BlockId> blocks, std::span<const BlockHash> chain, size_t from,
+                            size_t to) {
+  if (keyed_) throw InternalError("block pool: a keyed pool was given hashes to cache");
+  // Bucket heads are random accesses: fetch a few ahead.
+  constexpr size_t kAhead = 8;
+  for (size_t i = from; i < std::min(to, from + kAhead); ++i) index_.prefetch(chain[i]);
+  const bool describe = policy_->observes_contents();
+  for (size_t i = from; i < to; ++i) {
+    if (i + kAhead < to) index_.prefetch(chain[i + kAhead]);
+    const BlockId b = blocks[i];
+    if (describe) {
+      CachedBlockInfo info;
+      info.hash = chain[i];
+      info.has_parent = i > 0;
+      if (i > 0) info.parent = chain[i - 1];
+      info.depth = static_cast<uint32_t>(i);
+      cache(b, info);
+    } else {
+      index_block(b, chain[i], kNoKey);
+    }
+  }
+}
+
+void BlockPool::release(BlockId b) {
+  POOL_INVARIANT(b > 0 && ref_[b] > 0, "released a block that is not in use");
+  if (--ref_[b] == 0) {
+    ++num_free_;
+    policy_->on_free(b);
+    POOL_INVARIANT(policy_->is_free(b) && num_free_ == policy_->num_free(), "a released block is not in the free set");
+  }
+}
+
+std::string BlockPool::check_invariants() const {
+  std::ostringstream err;
+  if (ref_[0] != 0 || policy_->is_free(0) || is_cached(0)) err << "the null block was used; ";
+  int32_t free_seen = 0;
+  size_t cached = 0;
+  for (BlockId b = 1; b < num_blocks_; ++b) {
+    const bool in_free = policy_->is_free(b);
+    if (ref_[b] < 0) err << "block " << b << " has ref_count " << ref_[b] << "; ";
+    if (ref_[b] > 0 && in_free) err << "block " << b << " is referenced but in the free set; ";
+    if (ref_[b] == 0 && !in_free) err << "block " << b << " is unreferenced but not in the free set; ";
+    free_seen += in_free ? 1 : 0;
+    if (is_cached(b)) {
+      ++cached;
+      // Findable: the chain under its hash (or key) reaches it.
+      BlockId c = keyed_ ? keys_.find(keys_.key_of(b)) : index_.find(hashes_[b]);
+      while (c != kNoBlock && c != b) c = keyed_ ? keys_.next_duplicate(c) : index_.next_duplicate(c);
+      if (c != b) err << "cached block " << b << " is not findable by its hash; ";
+    }
+    if (!err.str().empty() && err.str().size() > 400) break;
+  }
+  if (free_seen != num_free_ || policy_->num_free() != num_free_)
+    err << "num_free " << num_free_ << " but the free set holds " << free_seen << " (policy says "
+        << policy_->num_free() << "); ";
+  (void)cached;
+  return err.str();
+}
+
+size_t BlockPool::metadata_bytes() const {
+  return ref_.capacity() * sizeof(int32_t) + hashes_.capacity() * sizeof(BlockHash) + index_.bytes() + keys_.bytes() +
+         policy_->bytes();
+}
+
+}  // namespace prefixsim

@@ -1,0 +1,123 @@
+// The replay's ideal hit rate (IdealHitSource), which counts an identity
+// run as one entry, against the definition computed block by block over a
+// set of full 128-bit hashes.
+#include <catch2/catch.hpp>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "sim/engine/ideal_hit.h"
+#include "sim/engine/vector_source.h"
+
+using namespace prefixsim;
+
+namespace {
+
+// Unbounded cache, vLLM's rules: walk from block 0 to the first miss, at most
+// floor((prompt-1)/B) blocks; then insert prompt and outputs but the last.
+double reference_ideal(const std::vector<Request>& reqs, int32_t bs) {
+  std::set<std::pair<uint64_t, uint64_t>> seen;
+  int64_t hit_tokens = 0, tokens = 0;
+  for (const Request& r : reqs) {
+    BlockHashChain c(bs, &r.extras);
+    r.append_prompt_to(c);
+    const size_t max_hit = static_cast<size_t>((r.prompt_len - 1) / bs);
+    size_t hit = 0;
+    while (hit < max_hit && hit < c.hashes().size() && seen.count({c.hashes()[hit].lo, c.hashes()[hit].hi})) ++hit;
+    std::vector<int32_t> out;
+    for (int64_t k = 0; k + 1 < r.output_len; ++k) out.push_back(r.output_token(k));
+    c.append_tokens(out);
+    for (const BlockHash& h : c.hashes()) seen.insert({h.lo, h.hi});
+    hit_tokens += static_cast<int64_t>(hit) * bs;
+    tokens += r.prompt_len;
+  }
+  return static_cast<double>(hit_tokens) / static_cast<double>(tokens);
+}
+
+// Conversations over a small id space: each request extends or truncates an
+// earlier one's ids, so runs are hit whole, in part, and grown later.
+std::vector<Request> identity_trace(uint32_t seed, int32_t trace_block, bool with_lora) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<uint64_t>> prefixes = {{}};
+  std::vector<Request> reqs;
+  uint64_t next_id = 0;
+  for (int i = 0; i < 300; ++i) {
+    Request r;
+    r.id = "r" + std::to_string(i);
+    r.trace_block_size = trace_block;
+    std::vector<uint64_t> ids = prefixes[rng() % prefixes.size()];
+    if (!ids.empty() && rng() % 3 == 0) ids.resize(1 + rng() % ids.size());
+    const uint32_t extend = rng() % 4;
+    for (uint32_t k = 0; k < extend || ids.empty(); ++k) ids.push_back(next_id++);
+    r.hash_ids = ids;
+    // The last id covers 1..trace_block tokens.
+    r.prompt_len = static_cast<int64_t>(ids.size() - 1) * trace_block + 1 + rng() % trace_block;
+    r.output_len = rng() % 40;
+    if (with_lora && rng() % 4 == 0) r.extras.lora = 1;
+    prefixes.push_back(ids);
+    reqs.push_back(std::move(r));
+  }
+  return reqs;
+}
+
+double ideal_of(std::vector<Request> reqs, int32_t bs) {
+  VectorSource inner(std::move(reqs));
+  IdealHitSource ideal(inner, bs);
+  Request r;
+  while (ideal.next(r)) {
+  }
+  REQUIRE(ideal.valid());
+  return ideal.hit_rate();
+}
+
+}  // namespace
+
+TEST_CASE("the ideal hit rate with identity runs equals the block-by-block definition", "[ideal][property]") {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    for (int32_t bs : {16, 48}) {  // 48 does not divide 128: straddling blocks
+      const bool lora = seed % 2 == 0;
+      const auto reqs = identity_trace(seed, 128, lora);
+      INFO("seed " << seed << " block size " << bs << (lora ? " with LoRA" : ""));
+      const double want = reference_ideal(reqs, bs);
+      CHECK(want > 0.1);  // the trace does share prefixes
+      CHECK(ideal_of(reqs, bs) == want);
+    }
+  }
+}
+
+TEST_CASE("the ideal hit rate of a token-form trace equals the block-by-block definition", "[ideal]") {
+  std::vector<Request> reqs;
+  for (int i = 0; i < 50; ++i) {
+    Request r;
+    r.id = "t" + std::to_string(i);
+    for (int k = 0; k < 40 + i % 7 * 9; ++k) r.tokens.push_back(k < 64 ? k : i * 1000 + k);
+    r.prompt_len = static_cast<int64_t>(r.tokens.size());
+    r.output_len = i % 5;
+    reqs.push_back(std::move(r));
+  }
+  const double want = reference_ideal(reqs, 16);
+  CHECK(want > 0.3);
+  CHECK(ideal_of(reqs, 16) == want);
+}
+
+TEST_CASE("the ideal pass hands each prompt's hash chain on only when asked to", "[ideal]") {
+  const auto reqs = identity_trace(7, 128, false);
+  for (const bool hand_on : {true, false}) {
+    VectorSource inner(reqs);
+    IdealHitSource ideal(inner, 16, hand_on);
+    Request r;
+    size_t n = 0;
+    while (ideal.next(r)) {
+      BlockHashChain want(16, &r.extras);
+      r.append_prompt_to(want);
+      INFO("request " << n << (hand_on ? " (hand on)" : " (keep)"));
+      if (hand_on)
+        CHECK(r.prompt_chain.hashes() == want.hashes());
+      else
+        CHECK(r.prompt_chain.hashes().empty());
+      ++n;
+    }
+    CHECK(n == reqs.size());
+  }
+}

@@ -1,0 +1,121 @@
+// Property test: over many seeded random operation scripts, after every op
+// every usable block is either referenced (ref_count > 0, not free) or free
+// exactly once; the free count equals the free queue's length; every cached
+// block is findable by its hash; no referenced block is ever evicted.
+#include <catch2/catch.hpp>
+#include <map>
+#include <random>
+
+#include "policies/registry.h"
+#include "sim/kv/kv_cache_manager.h"
+
+using namespace prefixsim;
+
+namespace {
+
+// Wraps a policy and records every block handed out, so the test can prove
+// that a handed-out block was unreferenced at that moment.
+class WatchingPolicy final : public EvictionPolicy {
+ public:
+  explicit WatchingPolicy(std::unique_ptr<EvictionPolicy> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  void reset(const BlockPool& pool, int32_t n) override {
+    pool_ = &pool;
+    inner_->reset(pool, n);
+  }
+  void on_hit(BlockId b, bool was_free) override { inner_->on_hit(b, was_free); }
+  BlockId pop_free() override {
+    BlockId b = inner_->pop_free();
+    if (pool_->ref_count(b) != 0) ++referenced_handed_out;
+    return b;
+  }
+  void on_free(BlockId b) override { inner_->on_free(b); }
+  void on_cached(BlockId b, const CachedBlockInfo& i) override { inner_->on_cached(b, i); }
+  void on_evicted(BlockId b, const BlockHash& h, uint32_t key) override {
+    if (pool_->ref_count(b) != 0) ++referenced_evicted;
+    inner_->on_evicted(b, h, key);
+  }
+  bool is_free(BlockId b) const override { return inner_->is_free(b); }
+  int32_t num_free() const override { return inner_->num_free(); }
+  size_t bytes() const override { return inner_->bytes(); }
+
+  int referenced_handed_out = 0;
+  int referenced_evicted = 0;
+
+ private:
+  std::unique_ptr<EvictionPolicy> inner_;
+  const BlockPool* pool_ = nullptr;
+};
+
+struct Live {
+  HashExtras extras;
+  BlockHashChain chain;
+  int64_t num_tokens = 0, computed = 0;
+  KvSeq seq;
+};
+
+}  // namespace
+
+TEST_CASE("after every op of random scripts each block is referenced xor free once, and cached blocks stay findable",
+          "[property][pool]") {
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    std::mt19937 rng(seed);
+    const int32_t bs = (seed % 3 == 0) ? 16 : 4;
+    const int32_t n = 8 + static_cast<int32_t>(rng() % 60);
+    auto watcher = std::make_unique<WatchingPolicy>(make_policy("lru"));
+    WatchingPolicy* watch = watcher.get();
+    BlockPool pool(n, true, std::move(watcher));
+    KvCacheManager kv(bs, pool);
+    std::map<int, Live> live;
+    int next_id = 0;
+    std::vector<int32_t> toks;
+    for (int op = 0; op < 400; ++op) {
+      const uint32_t what = rng() % 10;
+      if (what < 4 || live.empty()) {  // arrive: shared system prefixes + random tail
+        Live r;
+        const int prefix = static_cast<int>(rng() % 4);
+        const int len = 1 + static_cast<int>(rng() % static_cast<uint32_t>(bs * 6));
+        toks.clear();
+        for (int i = 0; i < len; ++i)
+          toks.push_back(i < bs * 3 ? prefix * 1000 + i : static_cast<int32_t>(rng() % 50));
+        if (rng() % 5 == 0) r.extras.salt = (rng() % 2) ? "t1" : "t0";
+        auto [it, ok] = live.emplace(next_id++, std::move(r));
+        Live& req = it->second;
+        req.chain.reset(bs, &req.extras);
+        req.chain.append_tokens(toks);
+        req.num_tokens = len;
+        LookupResult hit = kv.lookup(req.chain, len, false);
+        if (kv.allocate(req.seq, req.chain, len, 0, len - hit.hit_tokens, hit.blocks, hit.hit_tokens, true))
+          req.computed = len;
+        else
+          live.erase(it);
+      } else if (what < 8) {  // append decode tokens
+        auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
+        Live& req = it->second;
+        const int k = 1 + static_cast<int>(rng() % static_cast<uint32_t>(bs * 2));
+        toks.assign(static_cast<size_t>(k), static_cast<int32_t>(rng() % 7));
+        req.chain.append_tokens(toks);
+        req.num_tokens += k;
+        if (kv.allocate(req.seq, req.chain, req.num_tokens, req.computed, req.num_tokens - req.computed, {}, 0, false))
+          req.computed = req.num_tokens;
+        else {  // what a scheduler's preemption does
+          kv.free(req.seq);
+          live.erase(it);
+        }
+      } else {  // finish
+        auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
+        kv.free(it->second.seq);
+        live.erase(it);
+      }
+      INFO("seed " << seed << " op " << op);
+      REQUIRE(pool.check_invariants() == "");
+      REQUIRE(watch->referenced_handed_out == 0);
+      REQUIRE(watch->referenced_evicted == 0);
+      // Every cached hash of a live request is findable (lazy eviction keeps it).
+      for (const auto& [id, req] : live)
+        for (size_t i = 0; i < req.seq.num_cached; ++i) REQUIRE(pool.find(req.chain.hashes()[i]) != kNoBlock);
+    }
+    for (auto& [id, req] : live) kv.free(req.seq);
+    CHECK(pool.num_free() == n - 1);
+  }
+}
