@@ -121,11 +121,11 @@ class LruReplay {
   void add(const Request& req) {
     chain_.reset(kv_.block_size(), &req.extras);
     req.append_prompt_to(chain_);
-    outputs_.resize(static_cast<size_t>(req.output_len));
+    const int64_t total = req.kv_len();  // the computed tokens: prompt and outputs but the last
+    outputs_.resize(static_cast<size_t>(total - req.prompt_len));
     const uint64_t out_key = req.output_key();
-    for (int64_t k = 0; k < req.output_len; ++k) outputs_[static_cast<size_t>(k)] = req.output_token(out_key, k);
+    for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = req.output_token(out_key, static_cast<int64_t>(k));
     chain_.append_tokens(outputs_);
-    const int64_t total = req.prompt_len + req.output_len;
     const LookupResult hit = kv_.lookup(chain_, req.prompt_len, false);
     if (!kv_.allocate(seq_, chain_, total, 0, total - hit.hit_tokens, hit.blocks, hit.hit_tokens, true)) {
       ++r_.refused;  // needs more blocks than the whole pool
@@ -187,6 +187,7 @@ struct PrefixAnalyzer::Impl {
 
   // Scratch, reused across requests.
   BlockHashChain chain;
+  std::vector<int32_t> outputs;
   std::vector<uint32_t> verts;
   std::vector<int64_t> dist;  // -1 = cold
 
@@ -234,8 +235,15 @@ void PrefixAnalyzer::Impl::add(const Request& r) {
   a.prompt_blocks += static_cast<uint64_t>((r.prompt_len + B - 1) / B);
   if (lru) lru->add(r);
 
+  // The blocks the request computes, as the ideal hit rate and cache mode
+  // count them (Request::kv_len): its prompt, then its outputs but the last,
+  // so a conversation re-sending an earlier answer hits it.
   chain.reset(opts.block_size, &r.extras);
   r.append_prompt_to(chain);
+  outputs.resize(static_cast<size_t>(r.kv_len() - r.prompt_len));
+  const uint64_t out_key = r.output_key();
+  for (size_t k = 0; k < outputs.size(); ++k) outputs[k] = r.output_token(out_key, static_cast<int64_t>(k));
+  chain.append_tokens(outputs);
   const auto& hs = chain.hashes();
   const size_t nf = hs.size();
   const size_t max_hit = r.prompt_len > 0 ? std::min(nf, static_cast<size_t>((r.prompt_len - 1) / B)) : 0;

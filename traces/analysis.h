@@ -4,8 +4,9 @@
 //   - the ideal hit rate with an unbounded cache, in tokens and in blocks,
 //     with vLLM's semantics: requests in order, only full blocks are cached,
 //     a lookup walks the prompt's full blocks from block 0 to the first miss
-//     and hits at most floor((len-1)/B) of them, and every full prompt block
-//     is inserted after the request;
+//     and hits at most floor((len-1)/B) of them, and every full block the
+//     request computed (prompt and outputs but the last: Request::kv_len) is
+//     inserted after it -- the definition replay's ideal_hit_rate uses too;
 //   - the reuse (LRU stack) distance of every block access;
 //   - the working set (distinct blocks touched) per time window;
 //   - the prefix forest (one vertex per distinct block, edge parent -> child),
@@ -33,10 +34,10 @@ namespace prefixsim {
 
 // What the one-pass LRU curve assumes, for reports.
 inline constexpr const char* kLruCurveApproximation =
-    "Stack-distance LRU over full prompt blocks (Mattson's one-pass algorithm): requests are served one at a "
+    "Stack-distance LRU over the full blocks each request computes (prompt and outputs but the last; Mattson's one-pass algorithm): requests are served one at a "
     "time, a request's blocks become most recent in reverse order (block 0 last, as vLLM frees a block table "
     "last to first), and a lookup hits block i at capacity C when every block 0..i has stack distance < C "
-    "(the prefix property of the hash chain). It differs from vLLM's free-queue LRU in that output blocks, "
+    "(the prefix property of the hash chain). It differs from vLLM's free-queue LRU in that "
     "partial tail blocks and the running request's own blocks take no cache space, so it needs fewer blocks "
     "than a real pool; the exact vLLM figure at one capacity is lru_check.";
 
@@ -90,7 +91,7 @@ struct TraceAnalysis {
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
   uint64_t prompt_blocks = 0;      // sum of ceil(len / B): the blocks lookups ask for
-  uint64_t block_accesses = 0;     // sum of floor(len / B): full blocks seen
+  uint64_t block_accesses = 0;     // sum of floor(kv_len / B): full blocks computed (prompt and outputs)
   uint64_t unique_blocks = 0;
   int64_t ideal_hit_tokens = 0;
   uint64_t ideal_hit_blocks = 0;
@@ -140,8 +141,8 @@ TraceAnalysis analyze_trace(RequestSource& src, const AnalysisOptions& opts,
 
 // The simplest honest LRU check: every request alone, in order, through
 // KvCacheManager over a pool of num_blocks blocks with `policy`: lookup of
-// the prompt, allocation of prompt + output (output tokens from
-// Request::output_token, so blocks of re-sent outputs hit), free.
+// the prompt, allocation of its computed tokens (Request::kv_len: outputs
+// from Request::output_token, so blocks of re-sent outputs hit), free.
 LruCheck lru_hit_rate(RequestSource& src, int32_t block_size, int64_t num_blocks,
                       std::unique_ptr<EvictionPolicy> policy);
 

@@ -8,11 +8,12 @@ namespace prefixsim {
 
 namespace {
 
-// Appends the output of r to chain, which holds r's prompt. `out` is scratch.
+// Appends the computed output of r (all but the last token: Request::kv_len)
+// to chain, which holds r's prompt. `out` is scratch.
 void hash_output(const Request& r, BlockHashChain& chain, std::vector<int32_t>& out) {
   out.clear();
   const uint64_t key = r.output_key();
-  for (int64_t k = 0; k < r.output_len; ++k) out.push_back(r.output_token(key, k));
+  for (int64_t k = 0; k + 1 < r.output_len; ++k) out.push_back(r.output_token(key, k));
   chain.append_tokens(out);
 }
 
@@ -179,7 +180,11 @@ void CacheReplayer::step_impl(const Chain& chain, int64_t prompt_len, int64_t to
   // blocks are counted because touching them takes them out of the free set.
   int64_t evictable = 0;
   for (BlockId b : table_) evictable += pool_.ref_count(b) == 0 ? 1 : 0;
-  const int64_t need_total = (total_len + B - 1) / B;
+  // The request's KV holds its computed tokens only (Request::kv_len): the
+  // last sampled token is never fed back, so its slot is never allocated
+  // and its block is not cached.
+  const int64_t kv_len = Request::kv_len(prompt_len, total_len);
+  const int64_t need_total = (kv_len + B - 1) / B;
   if (need_total - num_hit + evictable > pool_.num_free()) {
     ++r_.refused_requests;
     r_.refused_prompt_tokens += prompt_len;
@@ -195,7 +200,7 @@ void CacheReplayer::step_impl(const Chain& chain, int64_t prompt_len, int64_t to
   pool_.touch(table_);
   pool_.allocate(static_cast<int32_t>(need_total - num_hit), table_);
   r_.allocated_blocks += static_cast<uint64_t>(need_total - num_hit);
-  const size_t full = std::min(chain.size(), static_cast<size_t>(total_len / B));
+  const size_t full = std::min(chain.size(), static_cast<size_t>(kv_len / B));
   if (full > static_cast<size_t>(num_hit)) chain.cache(pool_, table_, static_cast<size_t>(num_hit), full);
   // The request finishes: free its blocks last to first.
   for (auto it = table_.rbegin(); it != table_.rend(); ++it) pool_.release(*it);

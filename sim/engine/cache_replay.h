@@ -50,7 +50,7 @@ struct CacheReplayResult {
 struct PreparedTrace {
   struct Entry {
     uint64_t offset = 0;    // into keys
-    uint32_t num_keys = 0;  // full blocks of prompt + output
+    uint32_t num_keys = 0;  // full blocks of prompt + output (only the computed ones are cached: Request::kv_len)
     int64_t prompt_len = 0;
     int64_t total_len = 0;  // prompt + output
   };

@@ -110,7 +110,7 @@ class IdealHitSource final : public RequestSource {
     const size_t hit = walk(max_hit);
     outputs_.clear();
     const uint64_t key = out.output_key();
-    for (int64_t k = 0; k + 1 < out.output_len; ++k) outputs_.push_back(out.output_token(key, k));
+    for (int64_t k = 0; k + 1 < out.output_len; ++k) outputs_.push_back(out.output_token(key, k));  // kv_len()
     chain_.append_tokens(outputs_);
     insert_from(hit);
     hit_tokens_ += static_cast<int64_t>(hit) * block_size_;

@@ -48,6 +48,15 @@ struct Request {
   // copied, and is left empty either way.
   void take_prompt_chain(BlockHashChain& chain, int32_t block_size);
 
+  // The tokens whose KV a vLLM server computes for this request, and so may
+  // cache: the prompt and every output token but the last, which is sampled
+  // and never fed back. The one rule for the ideal hit rate, cache mode and
+  // analyze (the engine follows it by scheduling).
+  int64_t kv_len() const { return prompt_len + (output_len > 0 ? output_len - 1 : 0); }
+  static int64_t kv_len(int64_t prompt_len, int64_t total_len) {
+    return total_len > prompt_len ? total_len - 1 : total_len;
+  }
+
   // The k-th output token: the recorded one when present, else a
   // deterministic function of (id, k) so that replays are reproducible.
   int32_t output_token(int64_t k) const;

@@ -96,7 +96,8 @@ TEST_CASE("cache replay makes the KvCacheManager's decisions request by request"
   constexpr int32_t B = 4;
   const auto trace = small_trace(7, 300);
   for (const char* spec : {"lru", "s3fifo", "leaf-first"}) {
-    // The manager, driven by hand: lookup, allocate everything, free.
+    // The manager, driven by hand: lookup, allocate every computed token
+    // (prompt and outputs but the last: Request::kv_len), free.
     BlockPool pool(30, true, test::any_policy(spec, B));
     KvCacheManager kv(B, pool);
     CacheReplayer rep(B, 30, test::any_policy(spec, B), true);
@@ -104,16 +105,16 @@ TEST_CASE("cache replay makes the KvCacheManager's decisions request by request"
     for (const Request& r : trace) {
       chain.reset(B, &r.extras);
       r.append_prompt_to(chain);
-      for (int64_t k = 0; k < r.output_len; ++k) {
+      for (int64_t k = 0; k + 1 < r.output_len; ++k) {
         const int32_t t = r.output_token(k);
         chain.append_tokens({&t, 1});
       }
-      const int64_t total = r.prompt_len + r.output_len;
+      const int64_t total = r.kv_len();
       const LookupResult hit = kv.lookup(chain, r.prompt_len, false);
       KvSeq seq;
       const bool ok = kv.allocate(seq, chain, total, 0, total - hit.hit_tokens, hit.blocks, hit.hit_tokens, true);
       const auto before = rep.result();
-      rep.step(chain.hashes(), r.prompt_len, total);
+      rep.step(chain.hashes(), r.prompt_len, r.prompt_len + r.output_len);
       const auto after = rep.result();
       INFO(spec << " request " << r.id);
       REQUIRE(ok == (after.requests == before.requests + 1));
