@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -70,6 +72,26 @@ std::string kind_of(const struct stat& st) {
   return "not a regular file";
 }
 
+// Temporaries a killed run (SIGKILL, a power cut) left beside `path`:
+// PATH.tmp.PID and PATH.old.PID whose process no longer exists.
+void remove_stale_temps(const std::string& path) {
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string base = p.filename().string();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    for (const char* kind : {".tmp.", ".old."}) {
+      const std::string prefix = base + kind;
+      if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string digits = name.substr(prefix.size());
+      if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(digits));
+      if (pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) ::unlink(it->path().c_str());
+    }
+  }
+}
+
 std::string named(const std::string& flag, const std::string& path) { return flag.empty() ? path : flag + " " + path; }
 
 }  // namespace
@@ -103,6 +125,7 @@ void check_not_an_input(const std::string& path, const std::string& flag, const 
 
 AtomicFile::AtomicFile(std::string path, std::string flag) : path_(std::move(path)), flag_(std::move(flag)) {
   check_output_file(path_, flag_);
+  remove_stale_temps(path_);
   tmp_ = path_ + ".tmp." + std::to_string(::getpid());
   register_path(g_temp_files, tmp_);
   out_.open(tmp_, std::ios::binary | std::ios::trunc);

@@ -10,7 +10,9 @@
 //    puts back what was there (OutputSet);
 //  - temporary files and directories made for outputs are removed on any
 //    exit: by destructors, and by the SIGINT/SIGTERM handler that
-//    install_cleanup_on_signals() installs (exit 130 / 143).
+//    install_cleanup_on_signals() installs (exit 130 / 143); the ones a
+//    killed run (SIGKILL) left beside an output, PATH.tmp.PID of a process
+//    that no longer exists, are removed by the next run writing PATH.
 #pragma once
 
 #include <fstream>

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <utility>
@@ -717,5 +718,67 @@ TEST_CASE("pool sizes that cannot be allocated are refused up front, naming the 
     CHECK(r.err.find(p.flag) != std::string::npos);
     CHECK_FALSE(fs::exists(dir + "/out"));
   }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a rerun removes the temporary a killed run left beside its output", "[hardening][cli]") {
+  const std::string dir = temp_dir("stale");
+  // A pid that surely no longer exists: a child that has exited and been reaped.
+  const pid_t dead = ::fork();
+  REQUIRE(dead >= 0);
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string stale = dir + "/t.jsonl.tmp." + std::to_string(dead);
+  const std::string live = dir + "/t.jsonl.tmp." + std::to_string(::getpid());  // ours: alive, kept
+  std::ofstream(stale) << "half a trace";
+  std::ofstream(live) << "in progress";
+  const auto r = run_cli({"generate", "chatbot", "--requests", "5", "-o", dir + "/t.jsonl"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(dir + "/t.jsonl"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("property: a run touches no path but its outputs", "[hardening][cli][property]") {
+  // Every file in the working tree (inputs, bystanders, a FIFO, a symlink)
+  // is the same before and after each command, except the outputs it names.
+  const std::string dir = temp_dir("touch");
+  const std::string traces = trace_dir();
+  fs::copy_file(traces + "/native_small.jsonl", dir + "/t.jsonl");
+  std::ofstream(dir + "/bystander.txt") << "keep";
+  std::ofstream(dir + "/w.yaml") << "pattern: chatbot\nrequests: 20\n";
+  REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0644) == 0);
+  fs::create_symlink(dir + "/bystander.txt", dir + "/link");
+  auto snapshot = [&] {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      const std::string rel = fs::relative(e.path(), dir).string();
+      if (rel.rfind("out", 0) == 0) continue;  // the outputs
+      const auto st = e.symlink_status();
+      files[rel] = fs::is_regular_file(st) ? prefixsim::test::read_file(e.path().string())
+                                           : "type " + std::to_string(static_cast<int>(st.type()));
+    }
+    return files;
+  };
+  const auto before = snapshot();
+  const std::vector<std::vector<std::string>> runs = {
+      {"generate", dir + "/w.yaml", "-o", dir + "/out.jsonl"},
+      {"replay", dir + "/t.jsonl", "--quiet", "--out", dir + "/out1", "--steps-out", dir + "/out1.csv"},
+      {"replay", "--config", dir + "/w.yaml", "--out", dir + "/link"},  // refused (a bad config), nothing touched
+      {"analyze", dir + "/t.jsonl", "--out", dir + "/out2", "--graphviz", dir + "/out2.dot"},
+      {"compare", dir + "/t.jsonl", "--policies", "lru,fifo", "--kv-blocks", "50,100", "--quiet", "--out", dir + "/out3"},
+      {"check", dir + "/out1/report.json", "--baseline", dir + "/out4.json", "--update-baseline"},
+      {"generate", "chatbot", "--requests", "5", "-o", dir + "/fifo"},  // refused
+      {"analyze", dir + "/t.jsonl", "--out", dir + "/out5", "--graphviz", dir + "/link"},  // refused
+  };
+  for (const auto& args : runs) {
+    const auto r = run_cli(args);
+    INFO(args[0] << " " << args[1] << ": rc " << r.rc << " " << r.err);
+    CHECK((r.rc == 0 || r.rc == 2));
+    CHECK(snapshot() == before);
+  }
+  CHECK_FALSE(fs::exists(dir + "/out5"));
   fs::remove_all(dir);
 }
