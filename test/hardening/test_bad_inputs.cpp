@@ -782,3 +782,40 @@ TEST_CASE("property: a run touches no path but its outputs", "[hardening][cli][p
   CHECK_FALSE(fs::exists(dir + "/out5"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("a kv-cache-tester folder and a tar of it in another order replay identically", "[hardening][cli]") {
+  // Conversation start times are drawn in name order, whatever order an
+  // archiver stored the members in.
+  const std::string dir = temp_dir("order");
+  fs::create_directories(dir + "/kv");
+  std::vector<std::pair<std::string, std::string>> convs;
+  for (int i = 0; i < 6; ++i) {
+    const std::string id = std::to_string(i);
+    // Each conversation its own size, so which one starts first shows.
+    const std::string in = std::to_string(64 * (i + 2)), out = std::to_string(50 * (i + 1));
+    std::string ids;
+    for (int k = 0; k < i + 2; ++k) ids += (k ? "," : "") + std::to_string(k);
+    convs.push_back({"c" + id + ".json", R"({"id":"c)" + id + R"(","requests":[{"t":0,"in":)" + in + R"(,"out":)" +
+                                             out + R"(,"hash_ids":[)" + ids + R"(]}]})"});
+    std::ofstream(dir + "/kv/" + convs.back().first) << convs.back().second;
+  }
+  std::string tar;  // members stored in reverse name order
+  for (auto it = convs.rbegin(); it != convs.rend(); ++it) {
+    tar += tar_header(it->first, it->second.size()) + it->second;
+    tar += std::string((512 - it->second.size() % 512) % 512, '\0');
+  }
+  tar += std::string(1024, '\0');
+  std::ofstream(dir + "/kv.tar", std::ios::binary) << tar;
+  auto run = [&](const std::string& trace, const std::string& out) {
+    const auto r = run_cli({"replay", trace, "--kv-blocks", "64", "--conversation-rate", "1000", "--quiet", "--out",
+                            dir + "/" + out});
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    auto j = nlohmann::json::parse(prefixsim::test::read_file(dir + "/" + out + "/report.json"));
+    return nlohmann::json{{"prefix_cache", j["prefix_cache"]},
+                          {"latency_ms", j["latency_ms"]},
+                          {"fingerprint", j["scenario"]["event_fingerprint"]}};
+  };
+  CHECK(run(dir + "/kv", "folder") == run(dir + "/kv.tar", "tar"));
+  fs::remove_all(dir);
+}
