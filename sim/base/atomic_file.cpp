@@ -264,17 +264,17 @@ void install_cleanup_on_signals() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-std::string read_whole_file(const std::string& path, const std::string& what) {
+std::string read_whole_file(const std::string& path, const std::string& what, bool large) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open the " + what);
-  const uint64_t cap = input_limits().max_input_bytes;
+  const uint64_t cap = large ? input_limits().max_input_bytes : input_limits().max_line_bytes;
   std::string text;
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     text.append(buf, static_cast<size_t>(in.gcount()));
     if (text.size() > cap)
       throw InputError(path + ": the " + what + " is larger than " + bytes_text(cap) +
-                       " (--max-input-bytes)");
+                       (large ? " (raise --max-input-bytes to read it)" : " (raise --max-line-bytes to read it)"));
   }
   return text;
 }

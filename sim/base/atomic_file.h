@@ -99,7 +99,10 @@ class OutputSet {
 void install_cleanup_on_signals();
 
 // The whole of a file, bytes as they are; InputError "PATH: cannot open the
-// WHAT" when it cannot be opened (read errors after that are the parser's).
-std::string read_whole_file(const std::string& path, const std::string& what);
+// WHAT" when it cannot be opened (read errors after that are the parser's),
+// and past a bound: --max-line-bytes for a file held whole as one record
+// (YAML, JSON), --max-input-bytes for a `large` one (a CSV of steps or
+// samples, which may hold millions of rows).
+std::string read_whole_file(const std::string& path, const std::string& what, bool large = false);
 
 }  // namespace prefixsim

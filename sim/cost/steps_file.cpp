@@ -98,7 +98,7 @@ StepsFile parse_steps_file(const std::string& text, const std::string& file) {
 }
 
 StepsFile read_steps_file(const std::string& path) {
-  return parse_steps_file(read_whole_file(path, "steps file"), path);
+  return parse_steps_file(read_whole_file(path, "steps file", true), path);
 }
 
 }  // namespace prefixsim
