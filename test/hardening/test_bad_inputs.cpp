@@ -304,6 +304,13 @@ std::vector<BadCase> bad_cases() {
       {"gpu calibrate samples with a mistyped header key",
        {{"s.csv", "# prefixsim.calibration-samples/1\n# gpu.nmae: NVIDIA H100 80GB HBM3\n"}},
        {"gpu", "calibrate", "--samples", "@/s.csv", "--out", "@/out/profile.json"}, "s.csv:2: field 'gpu.nmae'"},
+      {"gpu calibrate --out the samples file", {{"s.csv", "# prefixsim.calibration-samples/1\n"}},
+       {"gpu", "calibrate", "--samples", "@/s.csv", "--out", "@/s.csv"}, "--out @/s.csv: is also an input", {},
+       [](const std::string& d) {
+         CHECK(prefixsim::test::read_file(d + "/s.csv") == "# prefixsim.calibration-samples/1\n");
+       }},
+      {"gpu calibrate --out a FIFO", {}, {"gpu", "calibrate", "--samples", "@/nosuch.csv", "--out", "@/fifo"},
+       "--out @/fifo: is a FIFO", make_fifo, fifo_intact},
       {"gpu calibrate without --samples", {}, {"gpu", "calibrate", "--out", "@/out/profile.json"}, "--samples"},
       {"gpu unknown subcommand", {}, {"gpu", "measure"}, "unknown subcommand 'measure'"},
       {"gpu validate without --samples", {}, {"gpu", "validate"}, "--samples"},
