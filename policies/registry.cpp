@@ -162,7 +162,11 @@ std::unique_ptr<EvictionPolicy> make_policy(std::string_view spec, const PolicyC
       const size_t eq = item.find('=');
       if (eq == std::string_view::npos || eq == 0)
         throw InputError("--policy " + name + ": expected key=value, got '" + std::string(item) + "'");
-      kv[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+      const std::string key(item.substr(0, eq));
+      if (!kv.emplace(key, std::string(item.substr(eq + 1))).second)
+        throw InputError("--policy " + name + ": parameter '" + key + "' given twice");
+      if (comma != std::string_view::npos && comma + 1 == rest.size())
+        throw InputError("--policy " + name + ": empty parameter after the last ','");
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     }
   }

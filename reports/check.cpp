@@ -7,6 +7,7 @@
 
 #include "prefixsim_config.h"
 #include "reports/run_report.h"
+#include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 
 namespace prefixsim {
@@ -153,6 +154,29 @@ std::map<std::string, Tolerance> parse_tolerances(const std::string& spec, const
   return out;
 }
 
+namespace {
+
+// A side's values must mean something: ratios in [0, 1], everything else a
+// finite number >= 0, and at least one metric to compare (an empty baseline
+// would pass every check).
+void check_values(const CheckSide& s, const std::string& file, const char* where) {
+  size_t present = 0;
+  for (const auto& [name, v] : s.values) {
+    if (!v) continue;
+    ++present;
+    const CheckMetricDef* m = find_metric(name);
+    const bool ratio = m && std::string(m->unit) == "ratio";
+    if (!std::isfinite(*v) || *v < 0 || (ratio && *v > 1)) {
+      const std::string field = where[0] ? std::string(where) + "." + name : std::string(m ? m->field : name.c_str());
+      throw InputError(file + ": field '" + field + "' is " + json(*v).dump() + ", expected " +
+                       (ratio ? "a ratio in [0, 1]" : "a number >= 0"));
+    }
+  }
+  if (present == 0) throw InputError(file + ": no metrics to check (" + known_metrics() + ")");
+}
+
+}  // namespace
+
 CheckSide load_check_side(const json& doc, const std::string& file, bool allow_baseline) {
   CheckSide s;
   s.file = file;
@@ -170,6 +194,7 @@ CheckSide load_check_side(const json& doc, const std::string& file, bool allow_b
       s.mode = doc["mode"].get<std::string>();
     else
       s.mode = s.values["ttft_p99"] ? "engine" : "cache";
+    check_values(s, file, "");
     return s;
   }
   s.mode = doc.contains("mode") && doc["mode"].is_string() ? doc["mode"].get<std::string>() : "engine";
@@ -196,15 +221,12 @@ CheckSide load_check_side(const json& doc, const std::string& file, bool allow_b
     }
     s.tolerances = parse_tolerances(spec, file + ": field 'tolerances'");
   }
+  check_values(s, file, "metrics");
   return s;
 }
 
 CheckSide load_check_file(const std::string& path, bool allow_baseline) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_whole_file(path, "report");
   json doc;
   try {
     doc = json::parse(text);

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
+
+#include "sim/base/atomic_file.h"
 
 #include "reports/run_report.h"
 
@@ -31,9 +34,12 @@ std::string render_compare_html(const nlohmann::json& compare_json);
 // A few lines for the terminal after a run.
 std::string render_terminal_summary(const RunReport& r);
 
+// The five files of a run's output directory, in the order written.
+const std::vector<std::string>& run_output_names();
 // Creates out_dir (and parents) and writes report.json, series.csv,
-// summary.md, metrics.prom and report.html into it, each atomically.
-// Throws InputError when the directory cannot be created or written.
-void write_run_outputs(const std::string& out_dir, const RunReport& r);
+// summary.md, metrics.prom and report.html into it, as one set with the
+// finished files `also` (e.g. --steps-out): all appear, or none (an
+// OutputSet). Throws InputError when the directory cannot be created or written.
+void write_run_outputs(const std::string& out_dir, const RunReport& r, const std::vector<AtomicFile*>& also = {});
 
 }  // namespace prefixsim

@@ -6,17 +6,20 @@
 
 namespace prefixsim {
 
-void write_run_outputs(const std::string& out_dir, const RunReport& r) {
+const std::vector<std::string>& run_output_names() {
+  static const std::vector<std::string> names = {"report.json", "series.csv", "summary.md", "metrics.prom",
+                                                 "report.html"};
+  return names;
+}
+
+void write_run_outputs(const std::string& out_dir, const RunReport& r, const std::vector<AtomicFile*>& also) {
   // Render everything first, so a failure leaves the directory as it was.
-  const std::pair<const char*, std::string> files[] = {
-      {"report.json", render_report_json(r)},   {"series.csv", render_series_csv(r)},
-      {"summary.md", render_summary_md(r)},     {"metrics.prom", render_metrics_prom(r)},
-      {"report.html", render_report_html(r)},
-  };
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw InputError(out_dir + ": cannot create the output directory (--out): " + ec.message());
-  for (const auto& [name, content] : files) write_file_atomic(out_dir + "/" + name, content);
+  const std::string files[] = {render_report_json(r), render_series_csv(r), render_summary_md(r),
+                               render_metrics_prom(r), render_report_html(r)};
+  OutputSet outputs(out_dir, "--out");
+  for (size_t i = 0; i < run_output_names().size(); ++i) outputs.add(run_output_names()[i], files[i]);
+  for (AtomicFile* f : also) outputs.add_external(*f);
+  outputs.commit();
 }
 
 }  // namespace prefixsim

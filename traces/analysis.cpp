@@ -72,7 +72,8 @@ class VertexTable {
 
 // Counts of live "last access" stamps, for stack distances: the number of
 // distinct blocks touched since stamp s is (live stamps > s). A Fenwick tree
-// over stamps that doubles (and is rebuilt in O(n)) as time runs on.
+// over stamps, rebuilt in O(n) when time runs past it: after the live stamps
+// are renumbered 1..L when they fill at most half of it, else at twice the size.
 class StampCounter {
  public:
   StampCounter() { tree_.assign(1 << 16, 0); }
@@ -201,6 +202,16 @@ struct PrefixAnalyzer::Impl {
 
   void add(const Request& r);
   TraceAnalysis finish();
+  // Gives the live stamps the values 1..L in their order; returns L.
+  uint64_t renumber_stamps() {
+    std::vector<std::pair<uint64_t, uint32_t>> live;  // (stamp, vertex)
+    live.reserve(stamp.size());
+    for (size_t v = 0; v < stamp.size(); ++v)
+      if (stamp[v]) live.emplace_back(stamp[v], static_cast<uint32_t>(v));
+    std::sort(live.begin(), live.end());
+    for (size_t i = 0; i < live.size(); ++i) stamp[live[i].second] = i + 1;
+    return live.size();
+  }
   void flush_window() {
     if (have_window) a.windows.push_back(win);
   }
@@ -308,7 +319,16 @@ void PrefixAnalyzer::Impl::add(const Request& r) {
 
   // New stamps, last block first: block 0 ends up most recent (vLLM frees a
   // block table last to first, so a request's tail is evicted first).
-  if (clock + nf > stamps.capacity()) stamps.grow(clock + nf, stamp);
+  if (clock + nf > stamps.capacity()) {
+    // Time runs on with every access (377 M on the claude-code trace) while
+    // the live stamps are one per distinct block (14 M there): renumber them
+    // 1..L in order instead of growing the tree with the clock. Only the
+    // order of stamps enters a stack distance, so results are unchanged and
+    // the tree stays within ~4x the distinct blocks (it was sized by the
+    // number of accesses: 2 GiB of the 5.9 GB analyze took on that trace).
+    if ((static_cast<uint64_t>(hash.size()) + nf) * 2 <= stamps.capacity()) clock = renumber_stamps();
+    stamps.grow(clock + nf, stamp);  // rebuilds at the same size after a renumbering
+  }
   for (size_t i = nf; i-- > 0;) {
     const uint32_t v = verts[i];
     if (stamp[v]) stamps.add(stamp[v], -1);

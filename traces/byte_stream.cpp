@@ -5,16 +5,27 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include "sim/base/error.h"
+#include "sim/base/input_limits.h"
 
 namespace prefixsim {
 namespace {
 
 constexpr size_t kChunk = 1 << 18;  // compressed input read per call
+
+// Counts the bytes a stream yields against --max-input-bytes (a compression
+// bomb, or /dev/zero, stops here instead of filling memory or disk).
+void count_input(uint64_t& total, size_t got, const std::string& path) {
+  total += got;
+  if (total > input_limits().max_input_bytes)
+    throw InputError(path + ": input larger than " + bytes_text(input_limits().max_input_bytes) +
+                     " (after decompression; raise --max-input-bytes to read it)");
+}
 
 // A file descriptor ("-" = stdin).
 class RawFile : public ByteStream {
@@ -36,16 +47,21 @@ class RawFile : public ByteStream {
   size_t read(char* buf, size_t n) override {
     for (;;) {
       const ssize_t got = ::read(fd_, buf, n);
-      if (got >= 0) return static_cast<size_t>(got);
+      if (got >= 0) {
+        count_input(total_, static_cast<size_t>(got), path_);
+        return static_cast<size_t>(got);
+      }
       if (errno == EINTR) continue;
       // EISDIR lands here too: a directory is not a JSONL trace.
       throw InputError(path_, 1, std::string("cannot read trace: ") + std::strerror(errno));
     }
   }
+  std::string name() const override { return path_; }
 
  private:
   std::string path_;
   int fd_ = -1;
+  uint64_t total_ = 0;
 };
 
 class GzipStream : public ByteStream {
@@ -84,10 +100,14 @@ class GzipStream : public ByteStream {
         throw InputError(path_, 1, std::string("corrupt gzip stream: ") + (z_.msg ? z_.msg : "inflate error"));
       }
     }
-    return static_cast<size_t>(reinterpret_cast<char*>(z_.next_out) - buf);
+    const auto got = static_cast<size_t>(reinterpret_cast<char*>(z_.next_out) - buf);
+    count_input(total_, got, path_);
+    return got;
   }
+  std::string name() const override { return path_; }
 
  private:
+  uint64_t total_ = 0;
   std::unique_ptr<ByteStream> in_;
   std::string path_;
   std::vector<char> inbuf_;
@@ -124,10 +144,13 @@ class ZstdStream : public ByteStream {
         throw InputError(path_, 1, std::string("corrupt zstd stream: ") + ZSTD_getErrorName(rc));
       frame_open_ = rc != 0;  // 0: a frame ended exactly here
     }
+    count_input(total_, out.pos, path_);
     return out.pos;
   }
+  std::string name() const override { return path_; }
 
  private:
+  uint64_t total_ = 0;
   std::unique_ptr<ByteStream> in_;
   std::string path_;
   std::vector<char> inbuf_;
@@ -186,8 +209,14 @@ bool LineReader::fill() {
     end_ -= begin_;
     begin_ = 0;
   }
-  if (end_ == cap_) {  // a line longer than the buffer: grow
-    const size_t cap = cap_ * 2;
+  if (end_ == cap_) {  // a line longer than the buffer: grow, up to the limit
+    const uint64_t limit = input_limits().max_line_bytes;
+    if (cap_ >= limit) {
+      const std::string file = in_->name();
+      throw InputError(file.empty() ? "input" : file, line_no_ + 1,
+                       "line longer than " + bytes_text(limit) + " (raise --max-line-bytes to read it)");
+    }
+    const size_t cap = static_cast<size_t>(std::min<uint64_t>(uint64_t{cap_} * 2, limit));
     auto bigger = std::make_unique<char[]>(cap + padding_);
     std::memcpy(bigger.get(), buf_.get(), end_);
     buf_ = std::move(bigger);
@@ -212,6 +241,7 @@ bool LineReader::next(std::string_view& line) {
       begin_ = pos + 1;
       ++line_no_;
       unterminated_ = false;
+      check_length(line.size());
       return true;
     }
     const size_t consumed = begin_;
@@ -225,7 +255,16 @@ bool LineReader::next(std::string_view& line) {
   begin_ = end_;
   ++line_no_;
   unterminated_ = true;
+  check_length(line.size());
   return true;
+}
+
+void LineReader::check_length(size_t len) const {
+  const uint64_t limit = input_limits().max_line_bytes;
+  if (len <= limit) return;
+  const std::string file = in_->name();
+  throw InputError(file.empty() ? "input" : file, line_no_,
+                   "line longer than " + bytes_text(limit) + " (raise --max-line-bytes to read it)");
 }
 
 size_t LineReader::read_rest(char* buf, size_t n) {

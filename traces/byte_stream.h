@@ -19,6 +19,8 @@ class ByteStream {
   virtual size_t read(char* buf, size_t n) = 0;
   // "gzip", "zstd" or "" (plain).
   virtual std::string_view compression() const { return {}; }
+  // The file, for messages ("" when unknown).
+  virtual std::string name() const { return {}; }
 };
 
 // A stream whose first bytes can be looked at before they are read (format
@@ -30,6 +32,7 @@ class PeekStream : public ByteStream {
   std::string_view peek(size_t n);
   size_t read(char* buf, size_t n) override;
   std::string_view compression() const override { return in_->compression(); }
+  std::string name() const override { return in_->name(); }
 
  private:
   std::unique_ptr<ByteStream> in_;
@@ -38,7 +41,9 @@ class PeekStream : public ByteStream {
 };
 
 // The bytes of `path` ("-" = stdin), as stored. Throws InputError
-// ("FILE:1: cannot open trace: ...") when it cannot be opened.
+// ("FILE:1: cannot open trace: ...") when it cannot be opened. Plain and
+// decompressed streams alike end with InputError past
+// input_limits().max_input_bytes (sim/base/input_limits.h).
 std::unique_ptr<PeekStream> open_raw(const std::string& path);
 // `raw` decompressed when its magic bytes say gzip or zstd, else `raw`.
 std::unique_ptr<PeekStream> decompressed(std::unique_ptr<PeekStream> raw, const std::string& path);
@@ -48,7 +53,9 @@ std::unique_ptr<PeekStream> open_byte_stream(const std::string& path);
 // Splits a byte stream into lines without copying each one. A line view
 // stays valid until the next call to next(), and is followed in memory by at
 // least `padding` readable bytes (what simdjson needs to parse in place).
-// Memory: one buffer as large as the longest line (at least 1 MiB).
+// Memory: one buffer as large as the longest line (at least 1 MiB); a line
+// longer than input_limits().max_line_bytes is an InputError naming the
+// file and line.
 class LineReader {
  public:
   LineReader(std::unique_ptr<ByteStream> in, size_t padding);
@@ -66,6 +73,7 @@ class LineReader {
 
  private:
   bool fill();  // moves the unread tail to the front and reads more
+  void check_length(size_t len) const;  // InputError past --max-line-bytes
 
   std::unique_ptr<ByteStream> in_;
   size_t padding_;

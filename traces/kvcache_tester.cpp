@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <simdjson.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "sim/base/error.h"
+#include "sim/base/input_limits.h"
 #include "traces/jsonl_source.h"
 
 namespace prefixsim {
@@ -32,8 +34,17 @@ std::string base_name(const std::string& p) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
+// A conversation file is held whole to be parsed: like a line of JSONL, it
+// may not be longer than --max-line-bytes.
+void check_conversation_size(const std::string& name, uint64_t size) {
+  const uint64_t limit = input_limits().max_line_bytes;
+  if (size > limit)
+    throw InputError(name, 1, "conversation file larger than " + bytes_text(limit) +
+                                  " (raise --max-line-bytes to read it)");
+}
+
 // Reads all of `in` into buf (with simdjson's padding after it); returns the size.
-size_t slurp(ByteStream& in, std::string& buf) {
+size_t slurp(ByteStream& in, std::string& buf, const std::string& name) {
   size_t len = 0;
   buf.resize(std::max<size_t>(buf.size(), 1 << 16));
   for (;;) {
@@ -41,6 +52,19 @@ size_t slurp(ByteStream& in, std::string& buf) {
     const size_t got = in.read(buf.data() + len, buf.size() - len - simdjson::SIMDJSON_PADDING);
     if (got == 0) return len;
     len += got;
+    check_conversation_size(name, len);
+  }
+}
+
+std::string file_kind(fs::file_type t) {
+  switch (t) {
+    case fs::file_type::directory: return "a directory";
+    case fs::file_type::symlink: return "a symbolic link";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::character: return "a character device";
+    case fs::file_type::fifo: return "a FIFO";
+    case fs::file_type::socket: return "a socket";
+    default: return "not a regular file";
   }
 }
 
@@ -56,16 +80,24 @@ class FolderFiles final : public ConversationFiles {
  public:
   explicit FolderFiles(const std::string& dir) {
     std::error_code ec;
-    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-      if (it->is_regular_file() && is_conversation_name(it->path().filename().string()))
-        paths_.push_back(it->path().string());
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (!is_conversation_name(it->path().filename().string())) continue;
+      // A *.json entry that cannot be read as a file is an error, not a
+      // conversation to skip: a dangling link, a link loop, a FIFO, ...
+      std::error_code sec;
+      const fs::file_status st = it->status(sec);
+      if (sec) throw InputError(it->path().string(), 1, "cannot read conversation file: " + sec.message());
+      if (st.type() != fs::file_type::regular)
+        throw InputError(it->path().string(), 1, "is " + file_kind(st.type()) + ", not a conversation file");
+      paths_.push_back(it->path().string());
+    }
     if (ec) throw InputError(dir, 1, "cannot read folder: " + ec.message());
     std::sort(paths_.begin(), paths_.end());
   }
   bool next(std::string& name, std::string& buf, size_t& len) override {
     if (next_ == paths_.size()) return false;
     name = paths_[next_++];
-    len = slurp(*open_byte_stream(name), buf);
+    len = slurp(*open_byte_stream(name), buf, name);
     return true;
   }
 
@@ -94,23 +126,82 @@ class TarFiles final : public ConversationFiles {
   TarFiles(const TarFiles&) = delete;
   TarFiles& operator=(const TarFiles&) = delete;
 
+  // Members in name order, like a folder's files: results must not depend
+  // on the order an archiver stored them in. So the whole archive is read
+  // first, each conversation kept zstd-compressed in memory (JSON shrinks
+  // about tenfold at level 1; the claude-code archive's 440 MiB of members
+  // take tens of MiB), then handed out sorted by name.
   bool next(std::string& name, std::string& buf, size_t& len) override {
+    if (!read_all_) {
+      std::string member;
+      while (read_member(member, buf, len)) {
+        Packed p;
+        p.name = std::move(member);
+        p.size = len;
+        p.bytes.resize(ZSTD_compressBound(len));
+        const size_t n = ZSTD_compress(p.bytes.data(), p.bytes.size(), buf.data(), len, 1);
+        if (ZSTD_isError(n)) throw InternalError(std::string("ZSTD_compress: ") + ZSTD_getErrorName(n));
+        p.bytes.resize(n);
+        p.bytes.shrink_to_fit();
+        packed_.push_back(std::move(p));
+      }
+      std::stable_sort(packed_.begin(), packed_.end(), [](const Packed& a, const Packed& b) { return a.name < b.name; });
+      read_all_ = true;
+    }
+    if (next_ == packed_.size()) return false;
+    Packed& p = packed_[next_++];
+    name = std::move(p.name);
+    buf.resize(std::max(buf.size(), p.size + simdjson::SIMDJSON_PADDING));
+    const size_t n = ZSTD_decompress(buf.data(), p.size, p.bytes.data(), p.bytes.size());
+    if (ZSTD_isError(n) || n != p.size) throw InternalError("ZSTD_decompress of a buffered archive member failed");
+    len = p.size;
+    std::string().swap(p.bytes);
+    return true;
+  }
+
+ private:
+  struct Packed {
+    std::string name;
+    size_t size = 0;
+    std::string bytes;  // the member, zstd-compressed
+  };
+
+  // The next conversation member of the archive, in storage order.
+  bool read_member(std::string& name, std::string& buf, size_t& len) {
     archive_entry* e = nullptr;
     for (;;) {
       const int rc = archive_read_next_header(a_, &e);
-      if (rc == ARCHIVE_EOF) return false;
-      if (rc < ARCHIVE_WARN) fail("corrupt archive");
-      const std::string member = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
-      if (archive_entry_filetype(e) == AE_IFREG && is_conversation_name(member)) {
-        name = path_ + "/" + member;
-        break;
+      if (rc == ARCHIVE_EOF) {
+        // No end-of-archive blocks after the last member: the archive was
+        // cut at a member boundary, and the members after it are lost.
+        if (archive_filter_bytes(a_, 0) <= archive_read_header_position(a_))
+          throw InputError(path_, 1, "truncated archive (no end-of-archive marker after the last member)");
+        return false;
       }
+      // RETRY is a damaged header that libarchive would skip past: a lost member.
+      if (rc != ARCHIVE_OK) fail("corrupt archive");
+      const std::string member = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
+      // Every member's size counts against --max-input-bytes, skipped or not
+      // (skipping still decompresses it).
+      const la_int64_t declared = archive_entry_size(e);
+      if (declared < 0) fail("member " + member + " has a negative size");
+      total_ += static_cast<uint64_t>(declared);
+      if (total_ > input_limits().max_input_bytes)
+        throw InputError(path_ + "/" + member, 1,
+                         "the archive's members add up to more than " + bytes_text(input_limits().max_input_bytes) +
+                             " (raise --max-input-bytes to read it)");
+      if (!is_conversation_name(member)) continue;
+      name = path_ + "/" + member;
+      if (archive_entry_filetype(e) != AE_IFREG)
+        throw InputError(name, 1, "archive member is not a regular file (a link or a special file), not a conversation");
+      check_conversation_size(name, static_cast<uint64_t>(declared));
+      break;
     }
     if (name.ends_with(".gz") || name.ends_with(".zst"))
       throw InputError(name, 1, "compressed members inside an archive are not supported; compress the archive instead");
-    // Room for the whole member at once (its size is in the header), so the
-    // buffer is not doubled past it.
-    const auto size = static_cast<size_t>(std::max<la_int64_t>(archive_entry_size(e), 0));
+    // Room for the whole member at once (its size is in the header, checked
+    // against the limit above), so the buffer is not doubled past it.
+    const auto size = static_cast<size_t>(archive_entry_size(e));
     buf.resize(std::max(buf.size(), size + (1 << 16) + simdjson::SIMDJSON_PADDING));
     len = 0;
     for (;;) {
@@ -119,11 +210,13 @@ class TarFiles final : public ConversationFiles {
       if (got < 0) fail("corrupt archive member " + name);
       if (got == 0) break;
       len += static_cast<size_t>(got);
+      check_conversation_size(name, len);
     }
+    if (len != size) fail("archive member " + name + " holds " + std::to_string(len) + " bytes, its header says " +
+                          std::to_string(size));
     return true;
   }
 
- private:
   // libarchive pulls bytes through this C callback; an exception must not
   // cross it, so it is kept and rethrown once libarchive returns.
   static la_ssize_t read_cb(archive* a, void* self_, const void** out) {
@@ -149,6 +242,10 @@ class TarFiles final : public ConversationFiles {
   std::vector<char> chunk_ = std::vector<char>(1 << 18);
   archive* a_ = nullptr;
   std::exception_ptr error_;
+  uint64_t total_ = 0;  // the members' sizes so far
+  std::vector<Packed> packed_;
+  size_t next_ = 0;
+  bool read_all_ = false;
 };
 
 class SingleFile final : public ConversationFiles {
@@ -157,7 +254,7 @@ class SingleFile final : public ConversationFiles {
   bool next(std::string& name, std::string& buf, size_t& len) override {
     if (!in_) return false;
     name = path_;
-    len = slurp(*in_, buf);
+    len = slurp(*in_, buf, name);
     in_.reset();
     return true;
   }

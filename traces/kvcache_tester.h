@@ -10,9 +10,11 @@
 // "subagent" entries hold nested requests, timed from the subagent's start.
 //
 // Conversation starts follow a seeded Poisson process at
-// TraceOptions::conversation_rate (the first at t = 0); the k-th conversation,
-// in storage order (sorted path names for a folder, archive order for a tar,
-// which is read once, front to back), takes the k-th start. Requests keep
+// TraceOptions::conversation_rate (the first at t = 0); the k-th conversation
+// in path-name order takes the k-th start: sorted paths for a folder, sorted
+// member names for a tar, so a folder and any tar of it replay the same
+// (a tar is read once, front to back, before the first request: its members
+// are kept zstd-compressed in memory, 9 MB for the claude-code archive). Requests keep
 // their recorded offsets `t` from their conversation's start; the merged
 // stream is in arrival order (ties: earlier conversation first).
 //

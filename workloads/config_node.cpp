@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "sim/base/error.h"
@@ -10,13 +11,45 @@
 
 namespace prefixsim::workloads {
 
-ConfigNode ConfigNode::parse(const std::string& text, const std::string& file) {
-  YAML::Node root;
+namespace {
+
+// Every mapping in the tree, checked for a key given twice (yaml-cpp keeps
+// both, and a lookup would silently take one).
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& file, const std::string& path) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) refuse_duplicate_keys(node[i], file, path + "[" + std::to_string(i) + "]");
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::set<std::string> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+    const std::string at = path.empty() ? key : path + "." + key;
+    if (!seen.insert(key).second) throw InputError(file, it->first.Mark().line + 1, at + ": key given twice");
+    refuse_duplicate_keys(it->second, file, at);
+  }
+}
+
+}  // namespace
+
+YAML::Node load_yaml_strict(const std::string& text, const std::string& file) {
+  std::vector<YAML::Node> docs;
   try {
-    root = YAML::Load(text);
+    docs = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     throw InputError(file, e.mark.line + 1, "invalid YAML: " + e.msg);
   }
+  if (docs.size() > 1) {
+    const YAML::Mark m = docs[1].Mark();
+    throw InputError(file, m.is_null() ? 1 : m.line + 1, "a second YAML document ('---'): give one document only");
+  }
+  YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
+  refuse_duplicate_keys(root, file, "");
+  return root;
+}
+
+ConfigNode ConfigNode::parse(const std::string& text, const std::string& file) {
+  const YAML::Node root = load_yaml_strict(text, file);
   ConfigNode n(root, file, "");
   n.parent_line_ = 1;
   if (!root.IsMap()) n.fail("a workload file must be a YAML mapping (key: value lines)");

@@ -14,6 +14,11 @@
 
 namespace prefixsim::workloads {
 
+// Parses YAML text strictly: InputError "FILE:LINE: ..." for invalid YAML, a
+// second document, or a key given twice in any mapping (yaml-cpp accepts
+// both silently). Scenario files use it too.
+YAML::Node load_yaml_strict(const std::string& text, const std::string& file);
+
 class ConfigNode {
  public:
   ConfigNode(YAML::Node node, std::string file, std::string path)

@@ -1,11 +1,13 @@
 #include "workloads/workload.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <queue>
 #include <sstream>
 
+#include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 #include "workloads/config_node.h"
 #include "workloads/distributions.h"
@@ -18,6 +20,10 @@ namespace prefixsim::workloads {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The last arrival a TimeNs (int64 nanoseconds) holds, with a margin.
+constexpr double kMaxArrivalSeconds = 9.2e9;
+constexpr TimeNs kMaxArrivalNs = static_cast<TimeNs>(kMaxArrivalSeconds * 1e9);
 
 struct Component {
   std::string name;
@@ -51,9 +57,8 @@ Source load_source(const std::string& ref, const fs::path& base, const std::stri
     if (from_file.empty()) throw InputError(msg);
     throw InputError(from_file, from_line, msg);
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return {ss.str(), p.string(), p.string(), p.parent_path()};
+  in.close();
+  return {read_whole_file(p.string(), "workload file"), p.string(), p.string(), p.parent_path()};
 }
 
 std::string sanitize(std::string s) {
@@ -77,7 +82,7 @@ class WorkloadSource final : public RequestSource {
   bool next(Request& out) override {
     if (emitted_ >= requests_) return false;
     out.clear();
-    const TimeNs arrival_ns = static_cast<TimeNs>(std::llround(next_arrival_s_ * 1e9));
+    const TimeNs arrival_ns = to_ns(next_arrival_s_);
     size_t comp = 0;
     uint64_t conv = 0;
     TimeNs t = 0;
@@ -96,7 +101,11 @@ class WorkloadSource final : public RequestSource {
       think = components_[comp].pattern->begin(conv, out);
       next_arrival_s_ += arrival_.next_gap(arrival_rng_);
     }
-    if (think >= 0) pending_.push({t + static_cast<TimeNs>(std::llround(think * 1e9)), seq_++, comp, conv});
+    if (think >= 0) {
+      const TimeNs gap = to_ns(think);
+      if (gap > kMaxArrivalNs - t) to_ns(kMaxArrivalSeconds * 2);  // past the clock: throws
+      pending_.push({t + gap, seq_++, comp, conv});
+    }
     out.id = "r" + std::to_string(emitted_++);
     out.arrival = t;
     out.extras.salt = components_[comp].salt;
@@ -108,6 +117,15 @@ class WorkloadSource final : public RequestSource {
   std::string origin() const override { return origin_; }
 
  private:
+  // Seconds -> nanoseconds, range-checked before the conversion (a double
+  // past 2^63 ns converts to garbage: negative arrival times).
+  TimeNs to_ns(double s) const {
+    if (!(s >= 0 && s <= kMaxArrivalSeconds))
+      throw InputError("arrival rate: request r" + std::to_string(emitted_) + " would arrive at " + std::to_string(s) +
+                       " s, beyond the nanosecond clock (292 years); raise --rate or lower --requests");
+    return static_cast<TimeNs>(std::llround(s * 1e9));
+  }
+
   struct Pending {
     TimeNs t;
     uint64_t seq;  // ties break by scheduling order: deterministic
@@ -183,6 +201,17 @@ std::unique_ptr<RequestSource> make_workload(const std::string& preset_or_path, 
     if (!(*o.rate > 0) || !std::isfinite(*o.rate)) throw InputError("--rate must be a positive number");
     arrival.rate = *o.rate;
   }
+  // Arrival times are int64 nanoseconds (at most ~292 years): refuse up
+  // front a rate that would carry the expected arrivals past that.
+  if (static_cast<double>(requests) / arrival.rate > kMaxArrivalSeconds / 2)
+    throw InputError(std::string(o.rate ? "--rate" : src.file + ": arrival.rate") + ": " + std::to_string(requests) +
+                     " requests at " + [&] {
+                       char b[32];
+                       std::snprintf(b, sizeof b, "%g", arrival.rate);
+                       return std::string(b);
+                     }() +
+                     "/s would arrive over more than 146 years, beyond the nanosecond clock (292 years); "
+                     "raise the rate or lower --requests");
 
   std::vector<Component> comps;
   const auto mixture = root.get("mixture");

@@ -67,23 +67,34 @@ int cmd_analyze(const Args& args) {
   if (to.trace_block_size < 0) throw InputError("analyze: --trace-block-size must be >= 0");
   to.sort = vm.count("sort") > 0;
 
+  const std::string dir = vm["out"].as<std::string>();
+  check_output_dir(dir, "--out");
+  for (const char* name : {"/analysis.json", "/analysis.md"}) {
+    check_output_file(dir + name, "--out");
+    check_not_an_input(dir + name, "--out", {path});
+  }
+  if (vm.count("graphviz")) {
+    check_output_file(vm["graphviz"].as<std::string>(), "--graphviz");
+    check_not_an_input(vm["graphviz"].as<std::string>(), "--graphviz", {path});
+  }
+
   auto src = open_trace(path, to);
   PrefixAnalyzer an(ao, std::move(lru));
   Request r;
   while (src->next(r)) an.add(r);
   const TraceAnalysis a = an.finish();
 
-  const std::string dir = vm["out"].as<std::string>();
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw InputError(dir + ": cannot create the output directory: " + ec.message());
-  write_file_atomic(dir + "/analysis.json", analysis_json(a, path, src->format()));
-  write_file_atomic(dir + "/analysis.md", analysis_markdown(a, path, src->format()));
+  // The three files appear together or not at all.
+  OutputSet outputs(dir, "--out");
+  outputs.add("analysis.json", analysis_json(a, path, src->format()));
+  outputs.add("analysis.md", analysis_markdown(a, path, src->format()));
+  std::unique_ptr<AtomicFile> graph;
   if (vm.count("graphviz")) {
-    AtomicFile g(vm["graphviz"].as<std::string>());
-    an.write_graphviz(g.stream());
-    g.commit();
+    graph = std::make_unique<AtomicFile>(vm["graphviz"].as<std::string>(), "--graphviz");
+    an.write_graphviz(graph->stream());
+    outputs.add_external(*graph);
   }
+  outputs.commit();
   std::cout << "requests " << a.requests << ", prompt tokens " << a.prompt_tokens << ", unique blocks "
             << a.unique_blocks << "\nideal hit rate " << 100.0 * a.ideal_hit_rate << " % (tokens), "
             << 100.0 * a.ideal_block_hit_rate << " % (blocks)\n";

@@ -65,21 +65,29 @@ int cmd_check(const Args& args) {
     for (const std::string& spec : vm["tolerance"].as<std::vector<std::string>>())
       for (const auto& [k, v] : parse_tolerances(spec)) cli_tol[k] = v;
 
-  const CheckSide now = load_check_file(report_path, false);
   const bool update = vm.count("update-baseline") > 0;
+  if (update) {
+    check_output_file(baseline_path, "--baseline");
+    check_not_an_input(baseline_path, "--baseline", {report_path});
+  }
+  if (vm.count("junit")) {
+    check_output_file(vm["junit"].as<std::string>(), "--junit");
+    check_not_an_input(vm["junit"].as<std::string>(), "--junit", {report_path, baseline_path});
+  }
+  const CheckSide now = load_check_file(report_path, false);
   if (update && !std::filesystem::exists(baseline_path)) {
-    write_file_atomic(baseline_path, render_baseline(now, cli_tol));
+    write_file_atomic(baseline_path, render_baseline(now, cli_tol), "--baseline");
     std::cout << "check: wrote a new baseline " << baseline_path << " from " << report_path << "\n";
     return 0;
   }
   const CheckSide base = load_check_file(baseline_path, true);
   const CheckResult result = run_check(base, now, cli_tol);
   std::cout << render_check_table(result, base, now);
-  if (vm.count("junit")) write_file_atomic(vm["junit"].as<std::string>(), render_junit(result, base, now));
+  if (vm.count("junit")) write_file_atomic(vm["junit"].as<std::string>(), render_junit(result, base, now), "--junit");
   if (update) {
     std::map<std::string, Tolerance> keep = base.tolerances;  // the team's tolerances survive an update
     for (const auto& [k, v] : cli_tol) keep[k] = v;
-    write_file_atomic(baseline_path, render_baseline(now, keep));
+    write_file_atomic(baseline_path, render_baseline(now, keep), "--baseline");
     std::cout << "check: updated the baseline " << baseline_path << " from " << report_path << "\n";
     return 0;
   }

@@ -50,6 +50,7 @@ namespace {
 // an item with '=' but no ':' continues the previous policy's parameters.
 std::vector<std::string> split_policies(const std::string& list) {
   std::vector<std::string> out;
+  if (!list.empty() && list.back() == ',') throw InputError("--policies: empty entry in '" + list + "'");
   std::stringstream in(list);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -69,9 +70,13 @@ std::vector<std::string> split_policies(const std::string& list) {
 template <typename T>
 std::vector<T> split_numbers(const std::string& flag, const std::string& list) {
   std::vector<T> out;
+  // getline drops a trailing empty item: "50," is a list with an empty entry.
+  if (list.empty() || list.back() == ',' || list.front() == ',')
+    throw InputError(flag + ": empty entry in '" + list + "'");
   std::stringstream in(list);
   std::string item;
   while (std::getline(in, item, ',')) {
+    if (item.empty()) throw InputError(flag + ": empty entry in '" + list + "'");
     std::istringstream v(item);
     T x{};
     if (!(v >> x) || !v.eof() || !(x > 0)) throw InputError(flag + ": '" + item + "' is not a positive number");
@@ -275,6 +280,14 @@ int cmd_compare(const Args& args) {
   topts.trace_block_size = vm["trace-block-size"].as<int32_t>();
   const std::string trace_path = vm["trace"].as<std::string>();
   if (!valid_utf8(trace_path)) throw InputError("compare: TRACE: must be valid UTF-8 (it goes into compare.json)");
+  {  // outputs checked before the (long) run
+    const std::string out_dir = vm["out"].as<std::string>();
+    check_output_dir(out_dir, "--out");
+    for (const char* name : {"/compare.json", "/compare.csv", "/compare.md", "/compare.html"}) {
+      check_output_file(out_dir + name, "--out");
+      check_not_an_input(out_dir + name, "--out", {trace_path});
+    }
+  }
   auto src = open_trace(trace_path, topts);
   const std::string format = src->format();
   std::vector<Request> requests;  // engine mode only
@@ -446,13 +459,12 @@ int cmd_compare(const Args& args) {
   if (need_future) md << "\nNote: " << belady_note << "\n";
 
   const std::string out_dir = vm["out"].as<std::string>();
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw InputError("--out " + out_dir + ": cannot create the directory (" + ec.message() + ")");
-  write_file_atomic(out_dir + "/compare.json", j.dump(2) + "\n");
-  write_file_atomic(out_dir + "/compare.csv", csv.str());
-  write_file_atomic(out_dir + "/compare.md", md.str());
-  write_file_atomic(out_dir + "/compare.html", render_compare_html(nlohmann::json::parse(j.dump())));
+  OutputSet outputs(out_dir, "--out");  // the four files appear together or not at all
+  outputs.add("compare.json", j.dump(2) + "\n");
+  outputs.add("compare.csv", csv.str());
+  outputs.add("compare.md", md.str());
+  outputs.add("compare.html", render_compare_html(nlohmann::json::parse(j.dump())));
+  outputs.commit();
   if (!vm.count("quiet"))
     std::cout << "compare: " << pairs.size() << " runs (" << specs.size() << " policies x " << sizes.size()
               << " sizes) of " << trace.size() << " requests; wrote " << out_dir << "/compare.{json,csv,md,html}\n";

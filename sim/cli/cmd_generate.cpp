@@ -54,13 +54,17 @@ int cmd_generate(const Args& args) {
   if (!vm.count("output")) throw InputError("generate: missing -o FILE (or -o - for standard output)");
   const std::string out = vm["output"].as<std::string>();
 
+  if (out != "-") {
+    check_output_file(out, "-o");
+    check_not_an_input(out, "-o", {workload});
+  }
   auto src = make_workload(workload, o);  // validates everything before any output exists
   if (out == "-") {
     write_native_jsonl(*src, std::cout);
     std::cout.flush();
     return 0;
   }
-  AtomicFile f(out);
+  AtomicFile f(out, "-o");
   const uint64_t n = write_native_jsonl(*src, f.stream());
   f.commit();
   std::cerr << "wrote " << n << " requests (" << src->format() << ") to " << out << "\n";

@@ -11,6 +11,7 @@
 
 #include "sim/cost/calibration_samples.h"
 #include "sim/cost/catalog.h"
+#include "sim/base/atomic_file.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/base/error.h"
@@ -125,6 +126,8 @@ int calibrate_command(const Args& args) {
     throw InputError("--held-out-every: must be 0 (hold out nothing) or at least 2");
 
   const std::string path = vm["samples"].as<std::string>(), out = vm["out"].as<std::string>();
+  check_output_file(out, "--out");
+  check_not_an_input(out, "--out", {path});
   const CalibrationSamples s = read_calibration_samples(path);
   const std::string gpu = catalog_gpu(vm.count("gpu") ? vm["gpu"].as<std::string>() : "", s.gpu);
   const Calibration cal = calibrate(s, path, gpu, fit);

@@ -168,8 +168,20 @@ int cmd_replay(const Args& args) {
                   "writes nothing."))
     return 0;
   Scenario s;
+  if (vm.count("trace") && vm["trace"].as<std::string>().empty())
+    throw InputError("TRACE: an empty path (leave TRACE out to replay the built-in workload)");
   if (vm.count("config")) load_scenario_yaml(vm["config"].as<std::string>(), s);
+  const bool config_trace = !s.trace.empty();
   apply_flags(vm, s);
+  // A trace brings its own requests and times: workload settings given
+  // with it would be silently ignored.
+  if (!s.trace.empty()) {
+    if (vm.count("workload") || (config_trace && s.workload_given))
+      throw InputError("--workload: give a trace or a workload, not both");
+    if (vm.count("rate") || s.rate)
+      throw InputError("--rate: not supported with a trace (a trace's arrival times are replayed as recorded; "
+                       "use a workload to choose a rate)");
+  }
   validate(s);
 
   // Everything that can be refused is checked before the (long) run starts.
@@ -188,6 +200,21 @@ int cmd_replay(const Args& args) {
   kin.kv_gb = s.kv_gb;
   const KvSizing kv_size = size_kv_pool(kin);
   const uint64_t steps_every = vm["steps-every"].as<uint64_t>();
+  // Outputs: refused before the run when they would replace something that
+  // is not a regular file, or one of the inputs.
+  {
+    std::vector<std::string> inputs = {s.trace, s.profile, s.workload};
+    if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
+    check_output_dir(s.out, "--out");
+    for (const std::string& name : run_output_names()) {
+      check_output_file(s.out + "/" + name, "--out");
+      check_not_an_input(s.out + "/" + name, "--out", inputs);
+    }
+    if (vm.count("steps-out")) {
+      check_output_file(vm["steps-out"].as<std::string>(), "--steps-out");
+      check_not_an_input(vm["steps-out"].as<std::string>(), "--steps-out", inputs);
+    }
+  }
   if (vm.count("steps-out") && s.mode != "engine")
     throw InputError("--steps-out: only engine mode schedules steps (cache mode has none)");
   if (steps_every < 1) throw InputError("--steps-every: must be at least 1");
@@ -228,6 +255,7 @@ int cmd_replay(const Args& args) {
   sigaction(SIGINT, &sa, nullptr);
   uint64_t refused = 0;
   std::string first_refusal;
+  std::unique_ptr<StepsWriter> steps;  // committed with the report, as one set
   try {
     if (s.mode == "cache") {
       const CacheReplayResult r = run_cache_replay(ideal, s.block_size, kv_size.num_blocks, std::move(policy),
@@ -261,7 +289,6 @@ int cmd_replay(const Args& args) {
       Engine engine(sc, kv, exec);
       ReplayCollector collector(s.block_size, s.series_interval_s, !vm.count("quiet") && ::isatty(2));
       engine.set_observer(&collector);
-      std::unique_ptr<StepsWriter> steps;
       if (vm.count("steps-out")) {
         const std::string source = "prefixsim replay " + (s.trace.empty() ? "workload " + s.workload : s.trace) +
                                    ", policy " + policy_name + ", " + std::to_string(kv_size.num_blocks) +
@@ -273,7 +300,7 @@ int cmd_replay(const Args& args) {
       }
       if (s.check_invariants) collector.check_pool(&pool);
       const EngineResult res = engine.run(ideal);
-      if (steps) steps->finish();
+      if (steps) steps->file().finish();
       collector.fill(report, res);
       report.trace.requests = res.arrived;
       report.trace.prompt_tokens = static_cast<uint64_t>(ideal.prompt_tokens());
@@ -297,7 +324,9 @@ int cmd_replay(const Args& args) {
                                              std::to_string(IdealHitSource::kMaxDistinctBlocks) +
                                              " distinct blocks (bounded memory); prefixsim analyze computes it";
   report.scenario["refused_requests"] = refused;
-  write_run_outputs(s.out, report);
+  std::vector<AtomicFile*> also;
+  if (steps) also.push_back(&steps->file());
+  write_run_outputs(s.out, report, also);
   if (!vm.count("quiet")) {
     std::cout << render_terminal_summary(report);
     std::cout << "wrote " << s.out << "/{report.json,series.csv,summary.md,metrics.prom,report.html}\n";

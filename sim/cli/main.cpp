@@ -1,5 +1,8 @@
 // prefixsim: replays LLM request traces against a vLLM-v1-exact prefix cache.
+#include <cerrno>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -7,6 +10,7 @@
 #include <new>
 
 #include "prefixsim_config.h"
+#include "sim/base/atomic_file.h"
 #include "sim/base/bench.h"
 #include "sim/cli/commands.h"
 #include "sim/base/error.h"
@@ -53,6 +57,19 @@ void write_peak_rss() {
   if (path && *path) std::ofstream(path) << std::llround(peak_rss_mib() * 1024.0) << "\n";  // kB
 }
 
+// Output lost on standard output (a full disk, a closed pipe) is an error,
+// not a success: exit 2 with a message. Returns false when it was lost.
+bool stdout_written(const std::string& name) {
+  errno = 0;
+  std::cout.flush();
+  const bool ok = static_cast<bool>(std::cout) && std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (ok) return true;
+  const int err = errno;
+  std::cerr << "prefixsim " << name << ": standard output: write failed" << (err ? std::string(": ") + std::strerror(err) : "")
+            << "\n";
+  return false;
+}
+
 }  // namespace
 }  // namespace prefixsim::cli
 
@@ -60,6 +77,10 @@ int main(int argc, char** argv) {
   using namespace prefixsim;
   using namespace prefixsim::cli;
   std::ios::sync_with_stdio(false);
+  // A closed pipe is a write error (EPIPE, reported as exit 2), not a
+  // silent death by SIGPIPE (exit 141).
+  std::signal(SIGPIPE, SIG_IGN);
+  install_cleanup_on_signals();
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_help();
     return argc < 2 ? 2 : 0;
@@ -73,10 +94,12 @@ int main(int argc, char** argv) {
     if (name != c.name) continue;
     try {
       const int rc = c.run(Args(argv + 2, argv + argc));
+      if (!stdout_written(name)) return 2;
       if (rc == 0) write_peak_rss();
       return rc;
     } catch (const InputError& e) {
       std::cout.flush();
+      std::cout.clear();
       std::cerr << "prefixsim " << name << ": " << e.what() << "\n";
       return 2;
     } catch (const InternalError& e) {

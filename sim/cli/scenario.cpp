@@ -5,8 +5,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 #include "sim/base/json_out.h"
+#include "workloads/config_node.h"
 
 namespace prefixsim::cli {
 namespace {
@@ -51,21 +53,18 @@ void apply_scheduler(const YamlReader& y, const YAML::Node& node, Scenario& s) {
 }  // namespace
 
 void load_scenario_yaml(const std::string& path, Scenario& s) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError(path + ": cannot open");
-  } catch (const YAML::ParserException& e) {
-    throw InputError(path, e.mark.line + 1, "invalid YAML: " + e.msg);
-  }
+  // Read with the input bounds, parsed strictly (one document, no key twice).
+  const YAML::Node root = workloads::load_yaml_strict(read_whole_file(path, "scenario"), path);
   const YamlReader y(path);
   if (!root.IsMap()) throw InputError(path, 1, "a scenario is a mapping of keys to values");
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     const YAML::Node& v = kv.second;
-    if (key == "trace") s.trace = y.get<std::string>(v, key, "a path");
-    else if (key == "workload") s.workload = y.get<std::string>(v, key, "a preset name or YAML path");
+    if (key == "trace") {
+      s.trace = y.get<std::string>(v, key, "a path");
+      if (s.trace.empty()) y.fail(v, key, "an empty path (leave the key out to replay the workload)");
+    }
+    else if (key == "workload") s.workload = y.get<std::string>(v, key, "a preset name or YAML path"), s.workload_given = true;
     else if (key == "requests") s.requests = y.get<int64_t>(v, key, "an integer");
     else if (key == "rate") s.rate = y.get<double>(v, key, "a number");
     else if (key == "seed") s.seed = y.get<uint64_t>(v, key, "a non-negative integer");

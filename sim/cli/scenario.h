@@ -14,6 +14,7 @@ struct Scenario {
   // Input: a trace, or a built-in workload (preset name or workload YAML).
   std::string trace;                    // "" = the workload below
   std::string workload = "chatbot";
+  bool workload_given = false;          // set by a scenario file's workload key
   std::optional<int64_t> requests;      // workload size, or the first N requests of a trace
   std::optional<double> rate;           // workload arrival rate (req/s)
   uint64_t seed = 1;

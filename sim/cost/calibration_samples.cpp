@@ -196,7 +196,7 @@ CalibrationSamples parse_calibration_samples(const std::string& text, const std:
 }
 
 CalibrationSamples read_calibration_samples(const std::string& path) {
-  return parse_calibration_samples(read_whole_file(path, "samples file"), path);
+  return parse_calibration_samples(read_whole_file(path, "samples file", true), path);
 }
 
 bool allreduce_untimed(const CalibrationSamples& s) { return s.tp > 1 && s.shards_timed == 1; }

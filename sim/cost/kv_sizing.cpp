@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "sim/base/error.h"
+#include "sim/kv/block_pool.h"
 
 namespace prefixsim {
 
@@ -130,6 +131,7 @@ KvSizing size_kv_pool(const KvSizingInput& in) {
     k.num_blocks = blocks;
   }
   k.capacity_tokens = (k.num_blocks - 1) * in.block_size;
+  check_pool_fits_memory(k.num_blocks, k.source == "derived" ? "--gpu-mem-util" : k.source);
 
   std::string& e = k.explanation;
   e = per_block + ". ";

@@ -211,7 +211,7 @@ std::string profile_text(const Profile& p) { return to_json(p).dump(2) + "\n"; }
 void write_profile(const std::string& path, const Profile& p) {
   const std::string text = profile_text(p);
   parse_profile(text, path);  // the one validator: never write a profile we would refuse to read
-  write_file_atomic(path, text);
+  write_file_atomic(path, text, "--out");
 }
 
 }  // namespace prefixsim

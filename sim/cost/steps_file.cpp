@@ -20,7 +20,7 @@ std::string in_range(int64_t lo, int64_t hi) {
 
 StepsWriter::StepsWriter(const std::string& path, const std::string& model, int tp, int block_size,
                          const std::string& source)
-    : file_(path) {
+    : file_(path, "--steps-out") {
   if (!valid_utf8(source)) throw InputError("--steps-out: the replay's description is not valid UTF-8");
   file_.stream() << "# " << kStepsSchema << "\n# model: " << model << "\n# tp: " << tp
                  << "\n# block_size: " << block_size << "\n# source: " << source << "\n"
@@ -98,7 +98,7 @@ StepsFile parse_steps_file(const std::string& text, const std::string& file) {
 }
 
 StepsFile read_steps_file(const std::string& path) {
-  return parse_steps_file(read_whole_file(path, "steps file"), path);
+  return parse_steps_file(read_whole_file(path, "steps file", true), path);
 }
 
 }  // namespace prefixsim

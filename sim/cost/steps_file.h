@@ -51,6 +51,8 @@ class StepsWriter {
   StepsWriter(const std::string& path, const std::string& model, int tp, int block_size, const std::string& source);
   void add(uint64_t step, const Batch& batch);
   void finish();  // renames into place; InputError on a write error
+  // The file, for committing it with other outputs as one set (OutputSet).
+  AtomicFile& file() { return file_; }
   uint64_t steps_written() const { return steps_; }
 
  private:

@@ -9,8 +9,11 @@
 //
 // Memory: the set of blocks seen grows with the trace's distinct content, so
 // it is capped at kMaxDistinctBlocks entries (64-bit fingerprints in flat
-// tables, at most 256 MiB for single blocks; a run of an identity trace's
-// blocks is one entry). Past the cap the ideal rate is reported as not available
+// tables, at most 256 MiB for single blocks, 384 MiB for the moment the table
+// doubles to that size; a run of an identity trace's blocks is one entry).
+// The cap is checked before an entry is added, so a table never grows past
+// it (it used to grow once more, to 512 MiB, before noticing: a 768 MiB
+// peak). Past the cap the ideal rate is reported as not available
 // (valid() == false) instead of letting a long replay grow without bound;
 // `prefixsim analyze` computes it for any trace size.
 #pragma once
@@ -54,6 +57,7 @@ class FingerprintTable {
     if constexpr (kValued) s.value = std::max(s.value, v);
   }
   size_t size() const { return size_; }
+  size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
   void release() {
     std::vector<Slot>().swap(slots_);
     size_ = 0;
@@ -93,8 +97,10 @@ class IdealHitSource final : public RequestSource {
   // hand_on_chain: give each request its prompt's hash chain
   // (Request::prompt_chain), for a consumer that hashes every request at
   // once (cache mode); the engine hashes a request only when it is looked up.
-  IdealHitSource(RequestSource& inner, int32_t block_size, bool hand_on_chain = true)
-      : inner_(inner), block_size_(block_size), hand_on_chain_(hand_on_chain) {}
+  // max_distinct: the cap (tests give a small one).
+  IdealHitSource(RequestSource& inner, int32_t block_size, bool hand_on_chain = true,
+                 size_t max_distinct = kMaxDistinctBlocks)
+      : inner_(inner), block_size_(block_size), hand_on_chain_(hand_on_chain), max_distinct_(max_distinct) {}
 
   bool next(Request& out) override {
     if (!inner_.next(out)) return false;
@@ -124,6 +130,9 @@ class IdealHitSource final : public RequestSource {
   bool valid() const { return !overflowed_ && counted_tokens_ > 0; }
   double hit_rate() const { return static_cast<double>(hit_tokens_) / static_cast<double>(counted_tokens_); }
   int64_t prompt_tokens() const { return prompt_tokens_; }
+  // The tables' memory now, and the most they ever held together.
+  size_t table_bytes() const { return blocks_.bytes() + runs_.bytes(); }
+  size_t peak_table_bytes() const { return peak_bytes_; }
 
  private:
   // The probes are cache misses in tables of up to 256 MiB: fetch a few
@@ -163,23 +172,33 @@ class IdealHitSource final : public RequestSource {
     for (size_t i = hit; i < h.size();) {
       while (r < runs.size() && runs[r].first + runs[r].count <= i) ++r;
       if (r < runs.size() && runs[r].first <= i) {  // i lies in run r: the run is one entry
-        runs_.insert(h[runs[r].first], runs[r].count);
+        const BlockHash& first = h[runs[r].first];
+        if (full() && !runs_.contains(first)) return overflow();
+        runs_.insert(first, runs[r].count);
         i = runs[r].first + runs[r].count;
         continue;
       }
       if (i + kAhead < h.size()) blocks_.prefetch(h[i + kAhead]);
+      if (full() && !blocks_.contains(h[i])) return overflow();
       blocks_.insert(h[i++]);
     }
-    if (blocks_.size() + runs_.size() > kMaxDistinctBlocks) {
-      overflowed_ = true;
-      blocks_.release();
-      runs_.release();
-    }
+    peak_bytes_ = std::max(peak_bytes_, table_bytes());
+  }
+  // At the cap: one more new entry would pass it (checked before inserting,
+  // so the table does not grow for an entry it cannot keep).
+  bool full() const { return blocks_.size() + runs_.size() >= max_distinct_; }
+  void overflow() {
+    peak_bytes_ = std::max(peak_bytes_, table_bytes());
+    overflowed_ = true;
+    blocks_.release();
+    runs_.release();
   }
 
   RequestSource& inner_;
   int32_t block_size_;
   bool hand_on_chain_;
+  size_t max_distinct_;
+  size_t peak_bytes_ = 0;
   BlockHashChain chain_;
   std::vector<int32_t> outputs_;
   FingerprintTable<false> blocks_;  // single blocks

@@ -1,11 +1,30 @@
 #include "sim/kv/block_pool.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "sim/base/error.h"
 
 namespace prefixsim {
+
+void check_pool_fits_memory(int64_t num_blocks, const std::string& flag) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;  // unknown: nothing to check against
+  const double physical = static_cast<double>(pages) * static_cast<double>(page);
+  const double needed = static_cast<double>(num_blocks) * kMinPoolBytesPerBlock;
+  if (needed <= physical / 2) return;
+  auto gib = [](double b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", b / (1024.0 * 1024.0 * 1024.0));
+    return std::string(buf);
+  };
+  throw InputError(flag + ": a pool of " + std::to_string(num_blocks) + " blocks needs at least " + gib(needed) +
+                   " GiB of this machine's memory to simulate, more than half of its " + gib(physical) +
+                   " GiB; give a smaller pool");
+}
 
 // Debug builds (PREFIXSIM_DEBUG_INVARIANTS) check, after every operation, the
 // part of the invariant (block_pool.h) that the operation touched: O(1) per

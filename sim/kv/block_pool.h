@@ -28,6 +28,17 @@
 
 namespace prefixsim {
 
+// What one block of a simulated pool costs in this process's memory, at the
+// least: its ref count (4 B), hash (16 B), hash-index node and bucket (12 B)
+// and the cheapest policy's links (8 B). A lower bound (richer policies keep
+// more), so a pool refused by check_pool_fits_memory could never be simulated.
+inline constexpr int64_t kMinPoolBytesPerBlock = 40;
+
+// InputError naming `flag` when a pool of num_blocks would need more than
+// half of this machine's physical memory (checked before anything is
+// allocated, so an absurd size is exit 2, not an out-of-memory crash).
+void check_pool_fits_memory(int64_t num_blocks, const std::string& flag);
+
 class BlockPool {
  public:
   BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy,

@@ -2,15 +2,23 @@
 // one-line message naming the file:line or the field, leave nothing in the
 // output directory (no report, no *.tmp.* file) and not crash. Also: SIGINT
 // during a long replay, and absurd sizes refused up front.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <utility>
@@ -30,7 +38,29 @@ struct BadCase {
   std::vector<std::pair<std::string, std::string>> files;  // written into the case dir
   std::vector<std::string> args;                           // "@" -> the case dir, "%" -> test/data/traces
   const char* expect;                                      // in the message's first line
+  // Optional: prepares the case dir (FIFOs, links), and checks afterwards
+  // that what was at an output path is still there as it was.
+  std::function<void(const std::string& dir)> setup = {};
+  std::function<void(const std::string& dir)> intact = {};
 };
+
+// What an output path held before a refused command: a FIFO, or a symlink
+// to a file holding "keep".
+void make_fifo(const std::string& dir) { REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0644) == 0); }
+void fifo_intact(const std::string& dir) {
+  struct stat st {};
+  REQUIRE(::lstat((dir + "/fifo").c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK_FALSE(fs::exists(dir + "/fifo.tmp." + std::to_string(::getpid())));
+}
+void make_link(const std::string& dir) {
+  std::ofstream(dir + "/target") << "keep";
+  fs::create_symlink(dir + "/target", dir + "/link");
+}
+void link_intact(const std::string& dir) {
+  CHECK(fs::is_symlink(dir + "/link"));
+  CHECK(prefixsim::test::read_file(dir + "/target") == "keep");
+}
 
 std::string subst(std::string a, const std::string& dir, const std::string& traces) {
   for (size_t p; (p = a.find('@')) != std::string::npos;) a.replace(p, 1, dir);
@@ -43,7 +73,108 @@ std::string head_bytes(const std::string& path, size_t n) {
 }
 
 const std::string kLine = R"({"id":"a","t":0,"tokens":[1,2,3],"output_len":2})";
+// The smallest report `check` accepts (a cache-mode run: no latency).
+const std::string kReport =
+    R"({"schema":"prefixsim.report/1","mode":"cache","prefix_cache":{"hit_rate":0.5,"block_hit_rate":0.5},)"
+    R"("latency_ms":null,"throughput":null,"engine":null})";
 const std::string kMoon = R"({"timestamp":0,"input_length":100,"output_length":1,"hash_ids":[1]})";
+
+// n bytes of `fill`, gzip- or zstd-compressed: a small file that
+// decompresses to far more (a compression bomb at small scale).
+std::string gzip_of(size_t n, char fill) {
+  z_stream z{};
+  REQUIRE(deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  const std::string chunk(1 << 16, fill);
+  std::string out;
+  char buf[1 << 16];
+  for (size_t left = n; ;) {
+    const size_t k = std::min(left, chunk.size());
+    left -= k;
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(chunk.data()));
+    z.avail_in = static_cast<uInt>(k);
+    const int flush = left == 0 ? Z_FINISH : Z_NO_FLUSH;
+    int rc = Z_OK;
+    do {
+      z.next_out = reinterpret_cast<Bytef*>(buf);
+      z.avail_out = sizeof buf;
+      rc = deflate(&z, flush);
+      out.append(buf, sizeof buf - z.avail_out);
+    } while (z.avail_out == 0);
+    if (flush == Z_FINISH) {
+      REQUIRE(rc == Z_STREAM_END);
+      break;
+    }
+  }
+  deflateEnd(&z);
+  return out;
+}
+
+std::string zstd_of(size_t n, char fill) {
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  const std::string chunk(1 << 16, fill);
+  std::string out;
+  std::string buf(ZSTD_CStreamOutSize(), '\0');
+  for (size_t left = n; ;) {
+    const size_t k = std::min(left, chunk.size());
+    left -= k;
+    ZSTD_inBuffer in{chunk.data(), k, 0};
+    const ZSTD_EndDirective end = left == 0 ? ZSTD_e_end : ZSTD_e_continue;
+    size_t rem = 0;
+    do {
+      ZSTD_outBuffer o{buf.data(), buf.size(), 0};
+      rem = ZSTD_compressStream2(c, &o, &in, end);
+      REQUIRE_FALSE(ZSTD_isError(rem));
+      out.append(buf.data(), o.pos);
+    } while (end == ZSTD_e_end ? rem != 0 : in.pos < in.size);
+    if (left == 0) break;
+  }
+  ZSTD_freeCCtx(c);
+  return out;
+}
+
+// A ustar header: `size` in octal (at most 8 GiB - 1), type '0' file, '2'
+// symlink; the checksum computed as tar does.
+std::string tar_header(const std::string& name, uint64_t size, char type = '0') {
+  std::string h(512, '\0');
+  h.replace(0, name.size(), name);
+  auto octal = [&](size_t at, size_t width, uint64_t v) {
+    std::string s(width - 1, '0');
+    for (size_t i = width - 1; i-- > 0; v >>= 3) s[i] = static_cast<char>('0' + (v & 7));
+    h.replace(at, width - 1, s);
+  };
+  octal(100, 8, 0644);
+  octal(108, 8, 0);
+  octal(116, 8, 0);
+  octal(124, 12, size);
+  octal(136, 12, 0);
+  h[156] = type;
+  if (type == '2') h.replace(157, 8, "elsewhere");
+  h.replace(257, 6, std::string("ustar\0", 6));
+  h.replace(263, 2, "00");
+  h.replace(148, 8, "        ");
+  unsigned sum = 0;
+  for (unsigned char ch : h) sum += ch;
+  char chk[8];
+  std::snprintf(chk, sizeof chk, "%06o", sum);
+  h.replace(148, 7, std::string(chk, 6) + '\0');
+  return h;
+}
+
+std::string conversation(int i) {
+  return R"({"id":"c)" + std::to_string(i) + R"(","requests":[{"t":0,"in":100,"out":5,"hash_ids":[1]}]})";
+}
+
+// A tar of conversations c0..c{n-1}.json; `end` adds the end-of-archive blocks.
+std::string tar_of(int n, bool end = true) {
+  std::string t;
+  for (int i = 0; i < n; ++i) {
+    const std::string body = conversation(i);
+    t += tar_header("c" + std::to_string(i) + ".json", body.size()) + body;
+    t += std::string((512 - body.size() % 512) % 512, '\0');
+  }
+  if (end) t += std::string(1024, '\0');
+  return t;
+}
 
 std::vector<BadCase> bad_cases() {
   const std::string T = "%/native_small.jsonl";
@@ -173,6 +304,13 @@ std::vector<BadCase> bad_cases() {
       {"gpu calibrate samples with a mistyped header key",
        {{"s.csv", "# prefixsim.calibration-samples/1\n# gpu.nmae: NVIDIA H100 80GB HBM3\n"}},
        {"gpu", "calibrate", "--samples", "@/s.csv", "--out", "@/out/profile.json"}, "s.csv:2: field 'gpu.nmae'"},
+      {"gpu calibrate --out the samples file", {{"s.csv", "# prefixsim.calibration-samples/1\n"}},
+       {"gpu", "calibrate", "--samples", "@/s.csv", "--out", "@/s.csv"}, "--out @/s.csv: is also an input", {},
+       [](const std::string& d) {
+         CHECK(prefixsim::test::read_file(d + "/s.csv") == "# prefixsim.calibration-samples/1\n");
+       }},
+      {"gpu calibrate --out a FIFO", {}, {"gpu", "calibrate", "--samples", "@/nosuch.csv", "--out", "@/fifo"},
+       "--out @/fifo: is a FIFO", make_fifo, fifo_intact},
       {"gpu calibrate without --samples", {}, {"gpu", "calibrate", "--out", "@/out/profile.json"}, "--samples"},
       {"gpu unknown subcommand", {}, {"gpu", "measure"}, "unknown subcommand 'measure'"},
       {"gpu validate without --samples", {}, {"gpu", "validate"}, "--samples"},
@@ -182,6 +320,123 @@ std::vector<BadCase> bad_cases() {
                   "# model: qwen2.5-7b\n# tp: 1\n# block_size: 16\n# date: 2026-11-22\n"
                   "kind,seqs,new_tokens,attn_units,context_tokens,ms\nprefill,1,16,128,16,2.0\n"}},
        {"gpu", "validate", "--samples", "@/s.csv"}, "no built-in profile for qwen2.5-7b"},
+      // Outputs only to regular files or new paths (a device node is like the FIFO).
+      {"generate -o a FIFO", {}, {"generate", "chatbot", "--requests", "5", "-o", "@/fifo"}, "-o @/fifo: is a FIFO",
+       make_fifo, fifo_intact},
+      {"generate -o a symlink", {}, {"generate", "chatbot", "--requests", "5", "-o", "@/link"},
+       "-o @/link: is a symbolic link", make_link, link_intact},
+      {"generate -o a directory", {}, {"generate", "chatbot", "--requests", "5", "-o", "@/out"},
+       "-o @/out: is a directory"},
+      {"replay --steps-out a FIFO", {}, {"replay", "--requests", "5", "--steps-out", "@/fifo"},
+       "--steps-out @/fifo: is a FIFO", make_fifo, fifo_intact},
+      {"replay --out whose report.json is a symlink", {}, {"replay", "--requests", "5", "--out", "@/o2"},
+       "--out @/o2/report.json: is a symbolic link",
+       [](const std::string& d) {
+         fs::create_directories(d + "/o2");
+         make_link(d);
+         fs::create_symlink(d + "/target", d + "/o2/report.json");
+       },
+       [](const std::string& d) {
+         link_intact(d);
+         CHECK(fs::is_symlink(d + "/o2/report.json"));
+         CHECK_FALSE(fs::exists(d + "/o2/series.csv"));
+       }},
+      {"replay --out a regular file", {{"file", "keep"}}, {"replay", "--requests", "5", "--out", "@/file"},
+       "--out @/file: is a regular file, not a directory", {},
+       [](const std::string& d) { CHECK(prefixsim::test::read_file(d + "/file") == "keep"); }},
+      {"analyze --graphviz a FIFO", {}, {"analyze", T, "--graphviz", "@/fifo"}, "--graphviz @/fifo: is a FIFO",
+       make_fifo, fifo_intact},
+      {"check --junit a symlink", {{"r.json", "{}"}}, {"check", "@/r.json", "--baseline", "@/r.json", "--junit", "@/link"},
+       "--junit @/link: is a symbolic link", make_link, link_intact},
+      // An output path that is also an input.
+      {"analyze --graphviz TRACE", {{"t.jsonl", kLine + "\n"}}, {"analyze", "@/t.jsonl", "--graphviz", "@/t.jsonl"},
+       "--graphviz @/t.jsonl: is also an input", {},
+       [](const std::string& d) { CHECK(prefixsim::test::read_file(d + "/t.jsonl") == kLine + "\n"); }},
+      {"generate w.yaml -o w.yaml", {{"w.yaml", "pattern: chatbot\nrequests: 5\n"}},
+       {"generate", "@/w.yaml", "-o", "@/w.yaml"}, "-o @/w.yaml: is also an input", {},
+       [](const std::string& d) {
+         CHECK(prefixsim::test::read_file(d + "/w.yaml") == "pattern: chatbot\nrequests: 5\n");
+       }},
+      {"check R --baseline R --update-baseline", {{"r.json", "{}"}},
+       {"check", "@/r.json", "--baseline", "@/r.json", "--update-baseline"}, "--baseline @/r.json: is also an input",
+       {}, [](const std::string& d) { CHECK(prefixsim::test::read_file(d + "/r.json") == "{}"); }},
+      {"replay --steps-out the trace", {{"t.jsonl", kLine + "\n"}}, {"replay", "@/t.jsonl", "--steps-out", "@/t.jsonl"},
+       "--steps-out @/t.jsonl: is also an input", {},
+       [](const std::string& d) { CHECK(prefixsim::test::read_file(d + "/t.jsonl") == kLine + "\n"); }},
+      // Bounded input: line length, decompressed size, tar member sizes.
+      {"replay /dev/zero (one endless line)", {}, {"replay", "/dev/zero"},
+       "/dev/zero:1: line longer than 268435456 bytes (256 MiB)"},
+      {"replay a zstd bomb (a 20 MB line) under --max-line-bytes 1 MiB", {{"b.jsonl.zst", zstd_of(20 << 20, 'x')}},
+       {"replay", "@/b.jsonl.zst", "--max-line-bytes", "1048576"}, "b.jsonl.zst:1: line longer than 1048576 bytes"},
+      {"replay a gzip bomb (20 MB of newlines) under --max-input-bytes 1 MiB", {{"g.jsonl.gz", gzip_of(20 << 20, '\n')}},
+       {"replay", "@/g.jsonl.gz", "--max-input-bytes", "1048576"}, "g.jsonl.gz: input larger than 1048576 bytes"},
+      {"replay a tar member claiming 8 GiB", {{"k.tar", tar_header("c.json", (uint64_t{1} << 33) - 1) + conversation(0)}},
+       {"replay", "@/k.tar"}, "k.tar/c.json:1: conversation file larger than"},
+      {"replay a tar whose members add up past --max-input-bytes", {{"k.tar", tar_header("c.json", 5000)}},
+       {"replay", "@/k.tar", "--max-input-bytes", "4096"}, "the archive's members add up to more than 4096 bytes"},
+      {"replay --profile /dev/zero (a file read whole)", {}, {"replay", T, "--profile", "/dev/zero"},
+       "/dev/zero: the profile is larger than 268435456 bytes (256 MiB)"},
+      {"replay --config of a YAML file past --max-line-bytes", {{"s.yaml", "mode: cache\n" + std::string(4000, '#') + "\n"}},
+       {"replay", "--config", "@/s.yaml", "--max-line-bytes", "2048"}, "s.yaml: the scenario is larger than 2048 bytes"},
+      {"replay --max-line-bytes 0", {}, {"replay", T, "--max-line-bytes", "0"}, "--max-line-bytes"},
+      {"generate --rate 1e-9 (arrivals past the int64 nanosecond clock)", {},
+       {"generate", "chatbot", "--rate", "1e-9", "-o", "@/out/t.jsonl"}, "--rate: 2000 requests at 1e-09/s"},
+      {"replay workload --rate 1e-9", {}, {"replay", "--rate", "1e-9"}, "--rate"},
+      {"replay a trace folder with a *.json symlink loop", {{"kv/trace_0000.json", conversation(0)}},
+       {"replay", "@/kv"}, "loop.json:1: cannot read conversation file",
+       [](const std::string& d) {
+         fs::create_directories(d + "/kv");
+         fs::create_symlink("loop.json", d + "/kv/loop.json");
+       }},
+      // kv-cache-tester: nothing skipped silently.
+      {"replay a tar with a corrupt member header mid-archive", {{"k.tar", [] {
+          std::string t = tar_of(3);
+          t[1024 + 5] = 'X';  // the second member's name, after its checksum was computed
+          return t;
+        }()}},
+       {"replay", "@/k.tar"}, "k.tar:1: corrupt archive"},
+      {"replay a tar truncated at a member boundary", {{"k.tar", tar_of(2, false)}}, {"replay", "@/k.tar"},
+       "k.tar:1: truncated archive"},
+      {"replay a tar whose *.json member is a symlink",
+       {{"k.tar", tar_of(1, false) + tar_header("link.json", 0, '2') + std::string(1024, '\0')}},
+       {"replay", "@/k.tar"}, "k.tar/link.json:1: archive member is not a regular file"},
+      {"replay a trace folder with a dangling *.json link", {{"kv/trace_0000.json", conversation(0)}},
+       {"replay", "@/kv"}, "gone.json:1: cannot read conversation file",
+       [](const std::string& d) {
+         fs::create_directories(d + "/kv");
+         fs::create_symlink("nowhere", d + "/kv/gone.json");
+       }},
+      {"replay a trace folder with a FIFO named *.json", {{"kv/trace_0000.json", conversation(0)}},
+       {"replay", "@/kv"}, "fifo.json:1: is a FIFO",
+       [](const std::string& d) {
+         fs::create_directories(d + "/kv");
+         REQUIRE(::mkfifo((d + "/kv/fifo.json").c_str(), 0644) == 0);
+       }},
+      // Contradictions and empty values.
+      {"replay an empty TRACE", {}, {"replay", ""}, "TRACE: an empty path"},
+      {"replay scenario with an empty trace", {{"s.yaml", "trace: \"\"\n"}}, {"replay", "--config", "@/s.yaml"},
+       "s.yaml:1: trace: an empty path"},
+      {"replay --workload with a trace", {}, {"replay", T, "--workload", "chatbot"}, "--workload: give a trace or a workload"},
+      {"replay --rate with a trace", {}, {"replay", T, "--rate", "5"}, "--rate: not supported with a trace"},
+      {"replay a policy parameter given twice", {}, {"replay", T, "--policy", "s3fifo:small=0.1,small=0.2"},
+       "--policy s3fifo: parameter 'small' given twice"},
+      {"compare --kv-blocks with a trailing comma", {}, {"compare", T, "--policies", "lru", "--kv-blocks", "50,"},
+       "--kv-blocks: empty entry in '50,'"},
+      {"compare --policies with a trailing comma", {}, {"compare", T, "--policies", "lru,", "--kv-blocks", "50"},
+       "--policies: empty entry"},
+      {"replay scenario YAML with a key given twice", {{"s.yaml", "mode: cache\nmode: engine\n"}},
+       {"replay", "--config", "@/s.yaml"}, "s.yaml:2: mode: key given twice"},
+      {"replay scenario YAML with a second document", {{"s.yaml", "mode: cache\n---\nmode: engine\n"}},
+       {"replay", "--config", "@/s.yaml"}, "s.yaml:3: a second YAML document"},
+      {"generate workload YAML with a nested key given twice",
+       {{"w.yaml", "pattern: chatbot\narrival:\n  rate: 2\n  rate: 3\n"}}, {"generate", "@/w.yaml", "-o", "@/out/t.jsonl"},
+       "w.yaml:4: arrival.rate: key given twice"},
+      {"check an empty baseline", {{"r.json", kReport}, {"b.json", R"({"schema":"prefixsim.baseline/1","metrics":{}})"}},
+       {"check", "@/r.json", "--baseline", "@/b.json"}, "b.json: no metrics to check"},
+      {"check a baseline with a hit rate of -5",
+       {{"r.json", kReport}, {"b.json", R"({"schema":"prefixsim.baseline/1","metrics":{"hit_rate":-5}})"}},
+       {"check", "@/r.json", "--baseline", "@/b.json"},
+       "b.json: field 'metrics.hit_rate' is -5.0, expected a ratio in [0, 1]"},
       // replay --steps-out
       {"replay --steps-every 0", {}, {"replay", "--requests", "5", "--steps-out", "@/out/s.csv", "--steps-every", "0"},
        "--steps-every"},
@@ -208,6 +463,7 @@ TEST_CASE("every malformed input or argument exits 2 with a located one-line mes
   for (const BadCase& c : cases) {
     SECTION(c.name) {
       const std::string dir = temp_dir("bad");
+      if (c.setup) c.setup(dir);
       for (const auto& [name, text] : c.files) {
         const fs::path p = fs::path(dir) / name;
         fs::create_directories(p.parent_path());
@@ -222,7 +478,8 @@ TEST_CASE("every malformed input or argument exits 2 with a located one-line mes
       std::vector<std::string> args;
       for (const auto& a : c.args) args.push_back(subst(a, dir, traces));
       if (args[0] == "generate" || args[0] == "gpu") fs::create_directories(out);  // -o / --out names a file in it
-      if (args[0] == "replay" || args[0] == "analyze" || args[0] == "compare") {
+      const bool has_out = std::find(args.begin(), args.end(), "--out") != args.end();
+      if (!has_out && (args[0] == "replay" || args[0] == "analyze" || args[0] == "compare")) {
         args.push_back("--out");
         args.push_back(out);
       }
@@ -238,6 +495,9 @@ TEST_CASE("every malformed input or argument exits 2 with a located one-line mes
       std::string left;
       CHECK(dir_empty_or_absent(out, left));
       INFO("left behind: " << left);
+      if (c.intact) c.intact(dir);
+      for (const auto& e : fs::recursive_directory_iterator(dir))
+        CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
       fs::remove_all(dir);
     }
   }
@@ -284,5 +544,289 @@ TEST_CASE("SIGINT during a long replay exits 130, says it was interrupted and le
   std::string left;
   CHECK(dir_empty_or_absent(out, left));
   INFO("left behind: " << left);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+struct Spawned {
+  int rc = -1;       // exit code, or 128 + signal
+  std::string err;
+};
+
+enum class Stdout { kFile, kDevFull, kClosedPipe };
+
+// Runs prefixsim with stdout on a file, on /dev/full or on a pipe whose
+// reading end is already closed; optionally with a file-size limit (a disk
+// that fills up after `fsize` bytes of any one file).
+Spawned spawn(const std::vector<std::string>& args, Stdout where, rlim_t fsize = RLIM_INFINITY) {
+  const char* bin = std::getenv("PREFIXSIM_BIN");
+  REQUIRE(bin != nullptr);
+  const std::string dir = temp_dir("spawn");
+  const std::string err_path = dir + "/stderr.txt";
+  int pipe_fds[2] = {-1, -1};
+  if (where == Stdout::kClosedPipe) REQUIRE(::pipe(pipe_fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (!std::freopen(err_path.c_str(), "w", stderr)) ::_exit(99);
+    if (where == Stdout::kClosedPipe) {
+      ::close(pipe_fds[0]);
+      ::dup2(pipe_fds[1], 1);
+      ::close(pipe_fds[1]);
+    } else if (!std::freopen(where == Stdout::kDevFull ? "/dev/full" : (dir + "/stdout.txt").c_str(), "w", stdout)) {
+      ::_exit(99);
+    }
+    if (fsize != RLIM_INFINITY) {
+      ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead
+      const rlimit lim{fsize, fsize};
+      ::setrlimit(RLIMIT_FSIZE, &lim);
+    }
+    std::vector<char*> argv{const_cast<char*>(bin)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(bin, argv.data());
+    ::_exit(98);
+  }
+  if (where == Stdout::kClosedPipe) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Spawned r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.err = prefixsim::test::read_file(err_path);
+  fs::remove_all(dir);
+  return r;
+}
+
+std::string trace_dir() { return fs::path(data_path("traces/native_small.jsonl")).parent_path().string(); }
+
+}  // namespace
+
+TEST_CASE("output lost on standard output is exit 2 with a message, not a success", "[hardening][cli]") {
+  if (!fs::exists("/dev/full")) PREFIXSIM_SKIP("no /dev/full");
+  const std::string dir = temp_dir("stdout");
+  REQUIRE(spawn({"replay", "--requests", "20", "--mode", "cache", "--quiet", "--out", dir + "/o"}, Stdout::kFile).rc ==
+          0);
+  const std::string report = dir + "/o/report.json";
+  std::ofstream(dir + "/ops.jsonl") << R"({"op":"config","num_blocks":8,"block_size":4})" << "\n";
+  const std::vector<std::vector<std::string>> cases = {
+      {"catalog"},
+      {"ops", dir + "/ops.jsonl"},
+      {"check", report, "--baseline", report},
+      {"generate", "chatbot", "--requests", "50", "-o", "-"},
+  };
+  for (const auto& args : cases) {
+    const Spawned r = spawn(args, Stdout::kDevFull);
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.rc == 2);
+    // generate -o - names the request it could not write.
+    CHECK(r.err.find(args[0] == "generate" ? "cannot write trace output" : "standard output: write failed") !=
+          std::string::npos);
+    CHECK(r.err.find('\n') == r.err.size() - 1);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("compare and analyze writing to a closed pipe exit 2, not by SIGPIPE", "[hardening][cli]") {
+  const std::string dir = temp_dir("sigpipe");
+  const std::string trace = trace_dir() + "/native_small.jsonl";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"compare", trace, "--policies", "lru", "--kv-blocks", "100", "--out", dir + "/c"},
+        std::vector<std::string>{"analyze", trace, "--out", dir + "/a"}}) {
+    const Spawned r = spawn(args, Stdout::kClosedPipe);
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.rc != 141);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("standard output: write failed") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a run's output set appears whole or not at all when the disk fills up", "[hardening][cli]") {
+  const std::string dir = temp_dir("fullset");
+  // report.html inlines Chart.js (far over 64 KiB); the other files are smaller.
+  const Spawned r = spawn({"replay", "--requests", "20", "--mode", "cache", "--quiet", "--out", dir + "/out"},
+                          Stdout::kFile, 64 * 1024);
+  INFO("stderr: " << r.err);
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("write failed") != std::string::npos);
+  std::string left;
+  CHECK(dir_empty_or_absent(dir + "/out", left));
+  INFO("left behind: " << left);
+  // An earlier run's outputs stay as they were when a rerun fails.
+  const Spawned ok = spawn({"replay", "--requests", "20", "--mode", "cache", "--quiet", "--out", dir + "/out"},
+                           Stdout::kFile);
+  REQUIRE(ok.rc == 0);
+  const std::string before = prefixsim::test::read_file(dir + "/out/report.json");
+  const Spawned again = spawn({"replay", "--requests", "40", "--mode", "cache", "--quiet", "--out", dir + "/out"},
+                              Stdout::kFile, 64 * 1024);
+  CHECK(again.rc == 2);
+  CHECK(prefixsim::test::read_file(dir + "/out/report.json") == before);
+  for (const auto& e : fs::directory_iterator(dir + "/out"))
+    CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGTERM and SIGINT during generate remove the temporary file and exit 143 / 130", "[hardening][cli]") {
+  const char* bin = std::getenv("PREFIXSIM_BIN");
+  REQUIRE(bin != nullptr);
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const std::string dir = temp_dir("sigterm");
+    const std::string out = dir + "/t.jsonl";
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      if (!std::freopen((dir + "/stderr.txt").c_str(), "w", stderr)) ::_exit(99);
+      ::execl(bin, bin, "generate", "chatbot", "--requests", "50000000", "-o", out.c_str(), static_cast<char*>(nullptr));
+      ::_exit(98);
+    }
+    // Wait until the temporary exists and has grown, so the signal lands mid-write.
+    const std::string tmp = out + ".tmp." + std::to_string(pid);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!(fs::exists(tmp) && fs::file_size(tmp) > 0) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const bool started = fs::exists(tmp);
+    REQUIRE(::kill(pid, sig) == 0);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(started);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 128 + sig);
+    CHECK(prefixsim::test::read_file(dir + "/stderr.txt").find("interrupted") != std::string::npos);
+    CHECK_FALSE(fs::exists(tmp));
+    CHECK_FALSE(fs::exists(out));
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("pool sizes that cannot be allocated are refused up front, naming the flag", "[hardening][cli]") {
+  // The check refuses a pool whose metadata (at least 40 B a block) would
+  // need over half the machine's memory; on a machine large enough to
+  // simulate these pools, there is nothing to refuse.
+  const double physical = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const std::string trace = trace_dir() + "/native_small.jsonl";
+  const std::string dir = temp_dir("pool");
+  struct Pool {
+    std::vector<std::string> args;
+    double blocks;
+    const char* flag;
+  };
+  // llama-3.1-8b: 2 MiB a block, so 1e6 GiB is 5.12e8 blocks.
+  for (const Pool& p : {Pool{{"--kv-blocks", "2147483647"}, 2147483647.0, "--kv-blocks: a pool of 2147483647 blocks"},
+                        Pool{{"--kv-gb", "1e6"}, 5.12e8, "--kv-gb: a pool of 512000000 blocks"}}) {
+    if (p.blocks * 40 <= physical / 2) {
+      WARN("skipped " << p.flag << ": this machine could hold the pool");
+      continue;
+    }
+    std::vector<std::string> args = {"replay", trace, "--out", dir + "/out"};
+    args.insert(args.end(), p.args.begin(), p.args.end());
+    const auto r = run_cli(args);
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find(p.flag) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir + "/out"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a rerun removes the temporary a killed run left beside its output", "[hardening][cli]") {
+  const std::string dir = temp_dir("stale");
+  // A pid that surely no longer exists: a child that has exited and been reaped.
+  const pid_t dead = ::fork();
+  REQUIRE(dead >= 0);
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string stale = dir + "/t.jsonl.tmp." + std::to_string(dead);
+  const std::string live = dir + "/t.jsonl.tmp." + std::to_string(::getpid());  // ours: alive, kept
+  std::ofstream(stale) << "half a trace";
+  std::ofstream(live) << "in progress";
+  const auto r = run_cli({"generate", "chatbot", "--requests", "5", "-o", dir + "/t.jsonl"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(dir + "/t.jsonl"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("property: a run touches no path but its outputs", "[hardening][cli][property]") {
+  // Every file in the working tree (inputs, bystanders, a FIFO, a symlink)
+  // is the same before and after each command, except the outputs it names.
+  const std::string dir = temp_dir("touch");
+  const std::string traces = trace_dir();
+  fs::copy_file(traces + "/native_small.jsonl", dir + "/t.jsonl");
+  std::ofstream(dir + "/bystander.txt") << "keep";
+  std::ofstream(dir + "/w.yaml") << "pattern: chatbot\nrequests: 20\n";
+  REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0644) == 0);
+  fs::create_symlink(dir + "/bystander.txt", dir + "/link");
+  auto snapshot = [&] {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      const std::string rel = fs::relative(e.path(), dir).string();
+      if (rel.rfind("out", 0) == 0) continue;  // the outputs
+      const auto st = e.symlink_status();
+      files[rel] = fs::is_regular_file(st) ? prefixsim::test::read_file(e.path().string())
+                                           : "type " + std::to_string(static_cast<int>(st.type()));
+    }
+    return files;
+  };
+  const auto before = snapshot();
+  const std::vector<std::vector<std::string>> runs = {
+      {"generate", dir + "/w.yaml", "-o", dir + "/out.jsonl"},
+      {"replay", dir + "/t.jsonl", "--quiet", "--out", dir + "/out1", "--steps-out", dir + "/out1.csv"},
+      {"replay", "--config", dir + "/w.yaml", "--out", dir + "/link"},  // refused (a bad config), nothing touched
+      {"analyze", dir + "/t.jsonl", "--out", dir + "/out2", "--graphviz", dir + "/out2.dot"},
+      {"compare", dir + "/t.jsonl", "--policies", "lru,fifo", "--kv-blocks", "50,100", "--quiet", "--out", dir + "/out3"},
+      {"check", dir + "/out1/report.json", "--baseline", dir + "/out4.json", "--update-baseline"},
+      {"generate", "chatbot", "--requests", "5", "-o", dir + "/fifo"},  // refused
+      {"analyze", dir + "/t.jsonl", "--out", dir + "/out5", "--graphviz", dir + "/link"},  // refused
+  };
+  for (const auto& args : runs) {
+    const auto r = run_cli(args);
+    INFO(args[0] << " " << args[1] << ": rc " << r.rc << " " << r.err);
+    CHECK((r.rc == 0 || r.rc == 2));
+    CHECK(snapshot() == before);
+  }
+  CHECK_FALSE(fs::exists(dir + "/out5"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a kv-cache-tester folder and a tar of it in another order replay identically", "[hardening][cli]") {
+  // Conversation start times are drawn in name order, whatever order an
+  // archiver stored the members in.
+  const std::string dir = temp_dir("order");
+  fs::create_directories(dir + "/kv");
+  std::vector<std::pair<std::string, std::string>> convs;
+  for (int i = 0; i < 6; ++i) {
+    const std::string id = std::to_string(i);
+    // Each conversation its own size, so which one starts first shows.
+    const std::string in = std::to_string(64 * (i + 2)), out = std::to_string(50 * (i + 1));
+    std::string ids;
+    for (int k = 0; k < i + 2; ++k) ids += (k ? "," : "") + std::to_string(k);
+    convs.push_back({"c" + id + ".json", R"({"id":"c)" + id + R"(","requests":[{"t":0,"in":)" + in + R"(,"out":)" +
+                                             out + R"(,"hash_ids":[)" + ids + R"(]}]})"});
+    std::ofstream(dir + "/kv/" + convs.back().first) << convs.back().second;
+  }
+  std::string tar;  // members stored in reverse name order
+  for (auto it = convs.rbegin(); it != convs.rend(); ++it) {
+    tar += tar_header(it->first, it->second.size()) + it->second;
+    tar += std::string((512 - it->second.size() % 512) % 512, '\0');
+  }
+  tar += std::string(1024, '\0');
+  std::ofstream(dir + "/kv.tar", std::ios::binary) << tar;
+  auto run = [&](const std::string& trace, const std::string& out) {
+    const auto r = run_cli({"replay", trace, "--kv-blocks", "64", "--conversation-rate", "1000", "--quiet", "--out",
+                            dir + "/" + out});
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    auto j = nlohmann::json::parse(prefixsim::test::read_file(dir + "/" + out + "/report.json"));
+    return nlohmann::json{{"prefix_cache", j["prefix_cache"]},
+                          {"latency_ms", j["latency_ms"]},
+                          {"fingerprint", j["scenario"]["event_fingerprint"]}};
+  };
+  CHECK(run(dir + "/kv", "folder") == run(dir + "/kv.tar", "tar"));
   fs::remove_all(dir);
 }

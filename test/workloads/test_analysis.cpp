@@ -191,3 +191,30 @@ TEST_CASE("analysis.json carries the contract keys", "[analysis]") {
     CHECK_THAT(j, Catch::Contains(key));
   CHECK_THAT(analysis_markdown(a, "t.jsonl", "native"), Catch::Contains("ideal hit rate (tokens) | 39.22 %"));
 }
+
+TEST_CASE("stack distances stay exact when the stamps are renumbered (far more accesses than blocks)",
+          "[analysis][lru]") {
+  // One 100-block prompt sent 1,000 times: 100,000 accesses of 100 blocks,
+  // past the stamp tree's first 65,536 stamps, so the live stamps are
+  // renumbered. Every repeat sees block i at stack distance i (blocks 0..i-1
+  // were touched after it: a request's blocks are stamped last to first).
+  std::vector<Request> rs;
+  for (int k = 0; k < 1000; ++k) rs.push_back(make("r" + std::to_string(k), k, iota_tokens(1, 400)));
+  const TraceAnalysis a = analyze(rs);
+  CHECK(a.cold_accesses == 100);
+  std::vector<uint64_t> want;
+  for (int64_t i = 0; i < 100; ++i) {
+    size_t b = 0;
+    for (int64_t d = i; d > 0; d >>= 1) ++b;
+    if (want.size() <= b) want.resize(b + 1, 0);
+    want[b] += 999;
+  }
+  CHECK(a.reuse_distance_log2 == want);
+  // A lookup hits its first 99 blocks (the last token is recomputed); with C
+  // blocks of cache, the ones at distance < C.
+  for (const CurvePoint& p : a.lru_curve) {
+    const int64_t hit_blocks = std::min<int64_t>(p.cache_blocks, 99);
+    INFO("cache blocks " << p.cache_blocks);
+    CHECK(p.hit_rate == Approx(999.0 * hit_blocks * 4 / (1000.0 * 400)));
+  }
+}

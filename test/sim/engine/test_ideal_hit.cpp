@@ -121,3 +121,32 @@ TEST_CASE("the ideal pass hands each prompt's hash chain on only when asked to",
     CHECK(n == reqs.size());
   }
 }
+
+TEST_CASE("the ideal pass's cap is exact and its table never grows past the cap's size", "[ideal][memory]") {
+  // Token-form requests of distinct content: every full block is a new entry.
+  std::vector<Request> reqs;
+  for (int i = 0; i < 400; ++i) {
+    Request r;
+    r.id = "d" + std::to_string(i);
+    for (int k = 0; k < 16 * 50; ++k) r.tokens.push_back(i * 100000 + k);
+    r.prompt_len = static_cast<int64_t>(r.tokens.size());
+    r.output_len = 1;  // no output block is computed
+    reqs.push_back(std::move(r));
+  }
+  const size_t distinct = 400 * 50;  // 20,000 blocks
+  auto run = [&](size_t cap) {
+    VectorSource inner(reqs);
+    IdealHitSource ideal(inner, 16, true, cap);
+    Request r;
+    while (ideal.next(r)) {
+    }
+    return std::make_pair(ideal.valid(), ideal.peak_table_bytes());
+  };
+  CHECK(run(distinct).first);        // exactly at the cap: kept
+  CHECK_FALSE(run(distinct - 1).first);  // one past: not available
+  // A cap of 2^14 entries: the single-block table stops at 2^15 slots of
+  // 8 bytes (load 1/2), the run table at its initial 2^12 slots of 16 bytes.
+  const auto [valid, peak] = run(size_t{1} << 14);
+  CHECK_FALSE(valid);
+  CHECK(peak <= (size_t{1} << 15) * 8 + (size_t{1} << 12) * 16);
+}
