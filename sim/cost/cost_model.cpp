@@ -58,7 +58,8 @@ CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int
   // query head (heads/TP per shard), per layer.
   c.attn_s_per_unit = 4.0 * m.head_dim * (m.heads / shards) * m.layers / attn_flops;
   // KV read: every context token's K and V, every layer, this shard's heads.
-  c.kv_read_s_per_token = static_cast<double>(kv_bytes_per_token(m, tp, m.dtype_bytes)) / bw;
+  const int kv_dtype = o.kv_dtype_bytes > 0 ? o.kv_dtype_bytes : m.dtype_bytes;
+  c.kv_read_s_per_token = static_cast<double>(kv_bytes_per_token(m, tp, kv_dtype)) / bw;
   c.overhead_s = o.overhead_s;
   add_tensor_parallel_comm(c, m, g, tp, o);
   return c;
@@ -102,6 +103,7 @@ nlohmann::json ModeledExecutor::to_json() const {
                     {"bw_efficiency", options_.bw_efficiency},
                     {"link_efficiency", options_.link_efficiency},
                     {"overhead_s", options_.overhead_s}};
+    if (options_.kv_dtype_bytes > 0) j["options"]["kv_dtype_bytes"] = options_.kv_dtype_bytes;
   }
   return j;
 }

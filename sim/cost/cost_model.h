@@ -62,6 +62,8 @@ struct CostModelOptions {
   // vLLM v1's CPU work per step (scheduling, input preparation, sampling
   // bookkeeping, kernel launches under CUDA graphs): about a millisecond.
   double overhead_s = 1e-3;
+  // KV cache element bytes (--kv-cache-dtype fp8: 1); 0: the model's dtype.
+  int kv_dtype_bytes = 0;
 };
 
 // The roofline coefficients for one tensor-parallel shard (InputError
