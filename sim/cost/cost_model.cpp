@@ -89,6 +89,24 @@ TimeNs ModeledExecutor::prefill_time(int64_t new_tokens, int64_t cached_tokens) 
   return seconds_to_ns(step_seconds(coef_, b));
 }
 
+// How far a planner can trust the times: a profile carries the error of its
+// fit on held-out measured steps; the roofline has never been compared with
+// measured times, so it says so rather than quoting a figure.
+nlohmann::json ModeledExecutor::known_error_json() const {
+  if (profile_) {
+    const ProfileFit& f = profile_->fit;
+    return {{"validated", true},
+            {"basis", "held-out measured engine steps of the profile's own calibration (step times, not TTFT)"},
+            {"held_out_samples", f.held_out_samples},
+            {"step_mape_held_out", f.mape_held_out},
+            {"step_max_ape_held_out", f.max_ape_held_out},
+            {"measured_by", profile_->provenance}};
+  }
+  return {{"validated", false},
+          {"basis", "none: datasheet peaks x assumed efficiencies (options), never compared with measured step "
+                    "times; calibrate a profile (prefixsim gpu calibrate) to know the error"}};
+}
+
 nlohmann::json ModeledExecutor::to_json() const {
   nlohmann::json j = {{"source", profile_ ? "profile" : "roofline"},
                       {"model", model_name_},
@@ -105,6 +123,7 @@ nlohmann::json ModeledExecutor::to_json() const {
                     {"overhead_s", options_.overhead_s}};
     if (options_.kv_dtype_bytes > 0) j["options"]["kv_dtype_bytes"] = options_.kv_dtype_bytes;
   }
+  j["known_error"] = known_error_json();
   return j;
 }
 

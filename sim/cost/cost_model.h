@@ -96,9 +96,12 @@ class ModeledExecutor final : public Executor {
   bool calibrated() const { return profile_.has_value(); }
   // {"source": "roofline"|"profile", "model", "gpu", "tp", "coefficients",
   //  "options" (roofline) | "profile" (calibrated)}: the report's cost model.
+  // ... plus "known_error": {"validated", "basis", and for a profile its
+  // held-out step MAPE}: how far the times can be trusted.
   nlohmann::json to_json() const;
 
  private:
+  nlohmann::json known_error_json() const;
   std::string model_name_, gpu_name_;
   int tp_;
   CostModelOptions options_;

@@ -144,3 +144,23 @@ TEST_CASE("--kv-cache-dtype fp8 halves the bytes per block and doubles the deriv
   CHECK(scn.err.find("s.yaml:1:") != std::string::npos);
   CHECK(scn.err.find("kv_cache_dtype") != std::string::npos);
 }
+
+TEST_CASE("the report states which cost model produced the times and its known error", "[cli][cost_model]") {
+  const std::string dir = temp_dir("known-error");
+  auto r = run_cli({"replay", "--requests", "50", "--out", dir + "/roof"});
+  auto p = run_cli({"replay", "--requests", "50", "--profile", "builtin", "--out", dir + "/prof"});
+  INFO(r.err << p.err);
+  REQUIRE(r.rc == 0);
+  REQUIRE(p.rc == 0);
+  const json roof = report_of(dir + "/roof")["scenario"]["cost_model"];
+  CHECK(roof["source"] == "roofline");
+  CHECK(roof["known_error"]["validated"] == false);
+  CHECK(read_file(dir + "/roof/summary.md").find("roofline cost model: unvalidated") != std::string::npos);
+  const json prof = report_of(dir + "/prof")["scenario"]["cost_model"];
+  CHECK(prof["source"] == "profile");
+  CHECK(prof["known_error"]["validated"] == true);
+  // The shipped llama-3.1-8b / H100 profile's own held-out figure.
+  CHECK(prof["known_error"]["step_mape_held_out"] == prof["profile"]["fit"]["mape_held_out"]);
+  CHECK(prof["known_error"]["step_mape_held_out"].get<double>() > 0);
+  CHECK(read_file(dir + "/prof/summary.md").find("profile cost model: held-out step MAPE") != std::string::npos);
+}
