@@ -97,6 +97,18 @@ std::string render_summary_md(const RunReport& r) {
     return out;
   }
   const TimedResults& t = *r.timed;
+  // Which cost model produced the times, and how far to trust them (an added
+  // line: engine-mode runs only, from the scenario's cost_model section).
+  if (r.scenario.contains("cost_model") && r.scenario["cost_model"].contains("known_error")) {
+    const nlohmann::json& c = r.scenario["cost_model"];
+    const nlohmann::json& e = c["known_error"];
+    out += "\nTimes from the " + c.value("source", std::string("?")) + " cost model: ";
+    if (e.value("validated", false))
+      out += "held-out step MAPE " + pct(e.value("step_mape_held_out", NAN)) + " (max " +
+             pct(e.value("step_max_ape_held_out", NAN)) + ") on the profile's measured steps.\n";
+    else
+      out += "unvalidated (datasheet peaks x assumed efficiencies; no measured error).\n";
+  }
   out += "\n## Latency (ms)\n\n| metric | mean | p50 | p90 | p95 | p99 | max |\n| --- | --- | --- | --- | --- | --- | --- |\n";
   latency_row(out, "TTFT", t.latency_ms.ttft);
   latency_row(out, "queue", t.latency_ms.queue);

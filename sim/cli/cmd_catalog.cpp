@@ -2,6 +2,7 @@
 // needs per token and per block, and the default KV pool every model gets on
 // every GPU -- a capacity planner's first table. `--profile P` validates and
 // shows a calibrated cost-model profile instead.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -94,6 +95,46 @@ int show_profile(const std::string& path, bool json) {
   return 0;
 }
 
+// `catalog --check FILE`: loads FILE as --model-file or --gpu-file would
+// (its top-level key says which) and prints the entries it adds.
+int check_catalog_file(const std::string& file, bool json) {
+  const bool models = catalog_file_kind(file) == "models";
+  const std::vector<std::string> names = models ? add_user_models(file) : add_user_gpus(file);
+  nlohmann::json out = {{"file", file}, {"models", nlohmann::json::array()}, {"gpus", nlohmann::json::array()}};
+  for (const std::string& n : names) {
+    if (models) {
+      const ModelSpec& m = find_model(n);
+      nlohmann::json j = to_json(m);
+      j["kv_bytes_per_token"] = kv_bytes_per_token(m, 1, m.dtype_bytes);
+      j["weight_bytes_total"] = m.total_weight_bytes();
+      out["models"].push_back(j);
+    } else {
+      out["gpus"].push_back(to_json(find_gpu(n)));
+    }
+  }
+  if (json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << file << ": valid; " << names.size() << (models ? " model(s)" : " GPU(s)") << "\n";
+  for (const std::string& n : names) {
+    if (models) {
+      const ModelSpec& m = find_model(n);
+      std::cout << "  " << pad(m.name, 20) << fmt("%.2f B params", m.params / 1e9)
+                << (m.is_moe() ? fmt(" (%.2f B active)", m.active_params / 1e9) : "") << ", weights "
+                << bytes(static_cast<double>(m.total_weight_bytes())) << ", KV "
+                << bytes(static_cast<double>(kv_bytes_per_token(m, 1, m.dtype_bytes))) << "/token at TP 1"
+                << (m.is_mla() ? " (MLA latent)" : "") << "\n";
+    } else {
+      const GpuSpec& g = find_gpu(n);
+      std::cout << "  " << pad(g.name, 20) << bytes(static_cast<double>(g.memory_bytes)) << ", "
+                << fmt("%.0f TFLOP/s BF16 dense", g.peak_bf16_flops / 1e12) << ", "
+                << fmt("%.2f TB/s", g.hbm_bandwidth / 1e12) << "\n";
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_catalog(const Args& args) {
@@ -103,19 +144,30 @@ int cmd_catalog(const Args& args) {
       ("gpu-mem-util", po::value<double>()->default_value(0.9), "fraction of GPU memory vLLM may use")
       ("tp", po::value<int>()->default_value(1), "tensor-parallel degree (pool sizes are per shard)")
       ("json", "print JSON instead of tables")
-      ("profile", po::value<std::string>(), "validate and show a calibrated cost-model profile instead");
+      ("profile", po::value<std::string>(), "validate and show a calibrated cost-model profile instead")
+      ("model-file", po::value<std::string>(), "add the models of this YAML file (the built-in schema)")
+      ("gpu-file", po::value<std::string>(), "add the GPUs of this YAML file (the built-in schema)")
+      ("check", po::value<std::string>(),
+       "validate a user catalog file (a top-level models: or gpus: list) and print what it defines");
   po::positional_options_description pos;
   po::variables_map vm;
-  if (!parse_args(args, opts, pos, vm, "prefixsim catalog [--tp K] [--gpu-mem-util F] [--block-size B] [--json] | --profile P",
+  if (!parse_args(args, opts, pos, vm,
+                  "prefixsim catalog [--tp K] [--gpu-mem-util F] [--block-size B] [--json]\n"
+                  "                  [--model-file F] [--gpu-file F] | --profile P | --check FILE",
                   "Lists the built-in models and GPUs with the figures the simulator uses (each with its\n"
                   "source in sim/cost/catalog/*.yaml), the KV cache bytes per token and per block, and the\n"
                   "default KV pool of every model on every GPU at the given TP and memory utilisation,\n"
                   "derived as `prefixsim replay` derives it. With --profile, checks a calibrated profile\n"
                   "(schema prefixsim.profile/1) and prints its coefficients and fit error; a bad profile\n"
-                  "exits 2 naming the file, line and field."))
+                  "exits 2 naming the file, line and field. --model-file / --gpu-file (and the folder\n"
+                  "$PREFIXSIM_CATALOG, whose models.yaml and gpus.yaml are read when present) add user\n"
+                  "entries; --check FILE validates such a file and prints the entries it defines."))
     return 0;
   const bool json = vm.count("json") > 0;
   if (vm.count("profile")) return show_profile(vm["profile"].as<std::string>(), json);
+  if (vm.count("check")) return check_catalog_file(vm["check"].as<std::string>(), json);
+  if (vm.count("model-file")) add_user_models(vm["model-file"].as<std::string>());
+  if (vm.count("gpu-file")) add_user_gpus(vm["gpu-file"].as<std::string>());
 
   KvSizingInput base;
   base.block_size = vm["block-size"].as<int>();
@@ -151,36 +203,42 @@ int cmd_catalog(const Args& args) {
     return 0;
   }
 
+  // Name columns as wide as the longest name (at least 15) plus a space.
+  size_t mw = 14, gw = 14;
+  for (const ModelSpec& m : model_catalog()) mw = std::max(mw, m.name.size());
+  for (const GpuSpec& g : gpu_catalog()) gw = std::max(gw, g.name.size());
+  ++mw;
+  ++gw;
   std::cout << "models (sim/cost/catalog/models.yaml; KV per shard at TP " << base.tp << ")\n  "
-            << pad("name", 15) << pad("layers", 8) << pad("hidden", 8) << pad("heads", 7) << pad("kv_heads", 10)
+            << pad("name", mw) << pad("layers", 8) << pad("hidden", 8) << pad("heads", 7) << pad("kv_heads", 10)
             << pad("head_dim", 10) << pad("params", 9) << pad("KV/token", 11) << "KV/block(" << base.block_size
             << ")\n";
   for (const ModelSpec& m : model_catalog()) {
     const int kv_tp = (m.kv_heads % base.tp == 0 || base.tp % m.kv_heads == 0) ? base.tp : 1;
     const int64_t per_token = kv_bytes_per_token(m, kv_tp, m.dtype_bytes);
-    std::cout << "  " << pad(m.name, 15) << pad(std::to_string(m.layers), 8) << pad(std::to_string(m.hidden), 8)
+    std::cout << "  " << pad(m.name, mw) << pad(std::to_string(m.layers), 8) << pad(std::to_string(m.hidden), 8)
               << pad(std::to_string(m.heads), 7) << pad(std::to_string(m.kv_heads), 10)
               << pad(std::to_string(m.head_dim), 10) << pad(fmt("%.2f B", m.params / 1e9), 9)
               << pad(bytes(static_cast<double>(per_token)), 11) << bytes(static_cast<double>(per_token) * base.block_size)
               << (kv_tp == base.tp ? "" : "  (TP does not fit: shown at TP 1)") << "\n";
   }
-  std::cout << "\nGPUs (sim/cost/catalog/gpus.yaml)\n  " << pad("name", 15) << pad("memory", 11) << pad("BF16 dense", 15)
+  std::cout << "\nGPUs (sim/cost/catalog/gpus.yaml)\n  " << pad("name", gw) << pad("memory", 11) << pad("BF16 dense", 15)
             << pad("HBM", 11) << "interconnect\n";
   for (const GpuSpec& g : gpu_catalog())
-    std::cout << "  " << pad(g.name, 15) << pad(bytes(static_cast<double>(g.memory_bytes)), 11)
+    std::cout << "  " << pad(g.name, gw) << pad(bytes(static_cast<double>(g.memory_bytes)), 11)
               << pad(fmt("%.0f TFLOP/s", g.peak_bf16_flops / 1e12), 15) << pad(fmt("%.2f TB/s", g.hbm_bandwidth / 1e12), 11)
               << g.interconnect << " " << fmt("%.0f GB/s", g.interconnect_bandwidth / 1e9) << " per direction\n";
 
   std::cout << "\ndefault KV pool per GPU at TP " << base.tp << ", --gpu-mem-util " << base.gpu_mem_util
-            << ", block size " << base.block_size << ": blocks (tokens); '-' = does not fit\n  " << pad("", 15);
-  for (const GpuSpec& g : gpu_catalog()) std::cout << pad(g.name, 18);
+            << ", block size " << base.block_size << ": blocks (tokens); '-' = does not fit\n  " << pad("", mw);
+  for (const GpuSpec& g : gpu_catalog()) std::cout << pad(g.name, std::max<size_t>(18, gw));
   std::cout << "\n";
   for (const ModelSpec& m : model_catalog()) {
-    std::cout << "  " << pad(m.name, 15);
+    std::cout << "  " << pad(m.name, mw);
     for (const GpuSpec& g : gpu_catalog()) {
       const PoolCell c = pool(m, g, base);
       std::cout << pad(c.ok ? std::to_string(c.sizing.num_blocks) + " (" + tokens(c.sizing.capacity_tokens) + ")" : "-",
-                       18);
+                       std::max<size_t>(18, gw));
     }
     std::cout << "\n";
   }

@@ -68,6 +68,11 @@ void add_replay_options(po::options_description& o) {
       ("gpu", po::value<std::string>(), "GPU from the catalog (default h100-sxm-80gb)")
       ("gpu-mem-util", po::value<double>(), "fraction of GPU memory vLLM may use (default 0.9)")
       ("tp", po::value<int>(), "tensor-parallel size (default 1)")
+      ("kv-cache-dtype", po::value<std::string>(),
+       "KV cache element type: auto (the model's dtype, default) or fp8 (half the bytes per block)")
+      ("model-file", po::value<std::string>(),
+       "YAML file of extra models in the built-in catalog's schema (sim/cost/catalog/models.yaml)")
+      ("gpu-file", po::value<std::string>(), "YAML file of extra GPUs in the built-in catalog's schema")
       ("profile", po::value<std::string>(),
        "calibrated cost-model profile replacing the roofline: a JSON file, or `builtin` for the one shipped "
        "for this model, GPU and TP (`prefixsim catalog` lists them)")
@@ -97,6 +102,9 @@ void apply_flags(const po::variables_map& vm, Scenario& s) {
   str("model", s.model);
   str("gpu", s.gpu);
   str("profile", s.profile);
+  str("kv-cache-dtype", s.kv_cache_dtype);
+  str("model-file", s.model_file);
+  str("gpu-file", s.gpu_file);
   str("out", s.out);
   if (vm.count("requests")) s.requests = vm["requests"].as<int64_t>();
   if (vm.count("rate")) s.rate = vm["rate"].as<double>();
@@ -185,6 +193,8 @@ int cmd_replay(const Args& args) {
   validate(s);
 
   // Everything that can be refused is checked before the (long) run starts.
+  if (!s.model_file.empty()) add_user_models(s.model_file);
+  if (!s.gpu_file.empty()) add_user_gpus(s.gpu_file);
   const ModelSpec& model = find_model(s.model);
   const GpuSpec& gpu = find_gpu(s.gpu);
   KvSizingInput kin;
@@ -198,6 +208,7 @@ int cmd_replay(const Args& args) {
   kin.kv_blocks = s.kv_blocks;
   kin.kv_tokens = s.kv_tokens;
   kin.kv_gb = s.kv_gb;
+  kin.kv_dtype_bytes = kv_dtype_bytes(s);
   const KvSizing kv_size = size_kv_pool(kin);
   const uint64_t steps_every = vm["steps-every"].as<uint64_t>();
   // Outputs: refused before the run when they would replace something that
@@ -279,7 +290,9 @@ int cmd_replay(const Args& args) {
     } else {
       BlockPool pool(static_cast<int32_t>(kv_size.num_blocks), true, std::move(policy));
       KvCacheManager kv(s.block_size, pool);
-      ModeledExecutor exec(model, gpu, s.tp, profile);
+      CostModelOptions cost_options;
+      cost_options.kv_dtype_bytes = kv_dtype_bytes(s);
+      ModeledExecutor exec(model, gpu, s.tp, profile, cost_options);
       report.scenario["cost_model"] = exec.to_json();
       SchedulerConfig sc;
       sc.max_num_seqs = s.max_num_seqs;

@@ -83,6 +83,12 @@ void load_scenario_yaml(const std::string& path, Scenario& s) {
     else if (key == "kv_tokens") s.kv_tokens = y.get<int64_t>(v, key, "an integer");
     else if (key == "kv_gb") s.kv_gb = y.get<double>(v, key, "a number");
     else if (key == "profile") s.profile = y.get<std::string>(v, key, "a path or builtin");
+    else if (key == "kv_cache_dtype") {
+      s.kv_cache_dtype = y.get<std::string>(v, key, "auto or fp8");
+      if (s.kv_cache_dtype != "auto" && s.kv_cache_dtype != "fp8") y.fail(v, key, "must be auto or fp8");
+    }
+    else if (key == "model_file") s.model_file = y.get<std::string>(v, key, "a path");
+    else if (key == "gpu_file") s.gpu_file = y.get<std::string>(v, key, "a path");
     else if (key == "scheduler") apply_scheduler(y, v, s);
     else if (key == "series_interval_s") s.series_interval_s = y.get<double>(v, key, "a number");
     else if (key == "out") s.out = y.get<std::string>(v, key, "a directory");
@@ -99,6 +105,8 @@ void validate(const Scenario& s) {
       {"--out", &s.out}};
   for (const auto& [flag, str] : strings)
     if (!valid_utf8(*str)) bad(flag, "must be valid UTF-8 (it goes into report.json)");
+  if (s.kv_cache_dtype != "auto" && s.kv_cache_dtype != "fp8")
+    bad("--kv-cache-dtype", "must be auto or fp8, not '" + s.kv_cache_dtype + "'");
   if (s.mode != "engine" && s.mode != "cache") bad("--mode", "must be engine or cache, not '" + s.mode + "'");
   if (s.block_size < 1 || s.block_size > 4096) bad("--block-size", "must be in [1, 4096]");
   if (s.trace_block_size < 0 || s.trace_block_size > (1 << 20)) bad("--trace-block-size", "must be in [1, 2^20]");
@@ -145,7 +153,13 @@ nlohmann::json to_json(const Scenario& s) {
                     {"enable_chunked_prefill", s.enable_chunked_prefill},
                     {"long_prefill_token_threshold", s.long_prefill_token_threshold}};
   j["series_interval_s"] = s.series_interval_s;
+  // Added keys, present only when set, so earlier reports stay byte-identical.
+  if (s.kv_cache_dtype != "auto") j["kv_cache_dtype"] = s.kv_cache_dtype;
+  if (!s.model_file.empty()) j["model_file"] = s.model_file;
+  if (!s.gpu_file.empty()) j["gpu_file"] = s.gpu_file;
   return j;
 }
+
+int kv_dtype_bytes(const Scenario& s) { return s.kv_cache_dtype == "fp8" ? 1 : 0; }
 
 }  // namespace prefixsim::cli

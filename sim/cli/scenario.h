@@ -35,6 +35,9 @@ struct Scenario {
   std::optional<int64_t> kv_tokens;
   std::optional<double> kv_gb;
   std::string profile;                  // calibrated cost-model profile (JSON)
+  std::string kv_cache_dtype = "auto";  // auto (the model's dtype) | fp8 (1 byte per element)
+  std::string model_file;               // user model catalog (YAML) extending the built-in one
+  std::string gpu_file;                 // user GPU catalog (YAML)
 
   // vLLM scheduler settings (vLLM's defaults).
   int64_t max_num_seqs = 256;
@@ -53,5 +56,7 @@ void load_scenario_yaml(const std::string& path, Scenario& s);
 // Checks ranges and combinations (InputError naming the flag).
 void validate(const Scenario& s);
 nlohmann::json to_json(const Scenario& s);
+// Bytes per KV cache element for s.kv_cache_dtype: 0 (the model's dtype) for auto, 1 for fp8.
+int kv_dtype_bytes(const Scenario& s);
 
 }  // namespace prefixsim::cli

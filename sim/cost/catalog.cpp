@@ -3,6 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -18,12 +21,14 @@ extern const std::string_view kGpusYaml;    // generated from sim/cost/catalog/g
 
 int64_t ModelSpec::per_token_matmul_params() const {
   const int64_t embedding = static_cast<int64_t>(vocab) * hidden;
-  return params - (tied_embeddings ? embedding : 2 * embedding);
+  return compute_params() - (tied_embeddings ? embedding : 2 * embedding);
 }
 
 int64_t ModelSpec::weight_bytes_read_per_step() const {
   const int64_t lm_head = static_cast<int64_t>(vocab) * hidden;
-  return (per_token_matmul_params() + lm_head) * dtype_bytes;
+  const int64_t read_params = per_token_matmul_params() + lm_head;
+  if (weight_bytes <= 0) return read_params * dtype_bytes;
+  return std::llround(static_cast<double>(read_params) * static_cast<double>(weight_bytes) / static_cast<double>(params));
 }
 
 namespace {
@@ -39,6 +44,10 @@ class Entry {
     throw InputError(file_, at.Mark().line + 1, msg);
   }
 
+  bool has(const char* key) const {
+    const YAML::Node v = node_[key];
+    return v && !v.IsNull();
+  }
   YAML::Node field(const char* key) const {
     YAML::Node v = node_[key];
     if (!v || v.IsNull()) fail(node_, std::string("missing field '") + key + "'");
@@ -107,8 +116,9 @@ void check_unique(const std::vector<Spec>& specs, const YAML::Node& list, const 
       throw InputError(file, list[i].Mark().line + 1, "duplicate name '" + specs[i].name + "'");
 }
 
-template <typename Spec>
-std::string known_names(const std::vector<Spec>& specs) {
+template <typename Specs>
+std::string known_names(const Specs& specs) {
+  using Spec = typename Specs::value_type;
   std::string out;
   for (const Spec& s : specs) out += (out.empty() ? "" : ", ") + s.name;
   return out;
@@ -124,7 +134,8 @@ std::vector<ModelSpec> parse_model_catalog(std::string_view yaml, const std::str
   for (const YAML::Node& node : list) {
     Entry e(node, file);
     e.reject_unknown({"name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
-                      "tied_embeddings", "params", "dtype_bytes"});
+                      "tied_embeddings", "params", "dtype_bytes", "active_params", "weight_bytes", "kv_lora_rank",
+                      "qk_rope_head_dim"});
     ModelSpec m;
     m.name = e.str("name");
     m.source = e.str("source");
@@ -138,9 +149,19 @@ std::vector<ModelSpec> parse_model_catalog(std::string_view yaml, const std::str
     m.tied_embeddings = e.boolean("tied_embeddings");
     m.params = e.integer("params", 1, int64_t{1} << 44);
     m.dtype_bytes = static_cast<int>(e.integer("dtype_bytes", 1, 8));
+    if (e.has("active_params")) m.active_params = e.integer("active_params", 1, m.params);
+    if (e.has("weight_bytes")) m.weight_bytes = e.integer("weight_bytes", 1, m.params * 8);
+    if (e.has("kv_lora_rank") != e.has("qk_rope_head_dim"))
+      e.fail(node, "fields 'kv_lora_rank' and 'qk_rope_head_dim' (multi-head latent attention) go together");
+    if (e.has("kv_lora_rank")) {
+      m.kv_lora_rank = static_cast<int>(e.integer("kv_lora_rank", 1, 65536));
+      m.qk_rope_head_dim = static_cast<int>(e.integer("qk_rope_head_dim", 0, 65536));
+    }
     if (m.heads % m.kv_heads != 0) e.fail(node["kv_heads"], "field 'kv_heads' must divide 'heads'");
     if (m.per_token_matmul_params() <= 0)
-      e.fail(node["params"], "field 'params' is smaller than the embedding and lm_head alone");
+      e.fail(node[m.is_moe() ? "active_params" : "params"],
+             std::string("field '") + (m.is_moe() ? "active_params" : "params") +
+                 "' is smaller than the embedding and lm_head alone");
     out.push_back(std::move(m));
   }
   check_unique(out, list, file);
@@ -171,10 +192,13 @@ std::vector<GpuSpec> parse_gpu_catalog(std::string_view yaml, const std::string&
   return out;
 }
 
-const std::vector<ModelSpec>& model_catalog() {
-  static const std::vector<ModelSpec> models = [] {
+namespace {
+
+std::deque<ModelSpec>& models_store() {
+  static std::deque<ModelSpec> models = [] {
     try {
-      return parse_model_catalog(catalog_data::kModelsYaml, "sim/cost/catalog/models.yaml");
+      const std::vector<ModelSpec> v = parse_model_catalog(catalog_data::kModelsYaml, "sim/cost/catalog/models.yaml");
+      return std::deque<ModelSpec>(v.begin(), v.end());
     } catch (const InputError& e) {
       throw InternalError(std::string("built-in model catalog: ") + e.what());
     }
@@ -182,15 +206,97 @@ const std::vector<ModelSpec>& model_catalog() {
   return models;
 }
 
-const std::vector<GpuSpec>& gpu_catalog() {
-  static const std::vector<GpuSpec> gpus = [] {
+std::deque<GpuSpec>& gpus_store() {
+  static std::deque<GpuSpec> gpus = [] {
     try {
-      return parse_gpu_catalog(catalog_data::kGpusYaml, "sim/cost/catalog/gpus.yaml");
+      const std::vector<GpuSpec> v = parse_gpu_catalog(catalog_data::kGpusYaml, "sim/cost/catalog/gpus.yaml");
+      return std::deque<GpuSpec>(v.begin(), v.end());
     } catch (const InputError& e) {
       throw InternalError(std::string("built-in GPU catalog: ") + e.what());
     }
   }();
   return gpus;
+}
+
+std::string read_catalog_file(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file + ": cannot open the catalog file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The line of the entry named `name` in the file (for the duplicate error).
+int line_of(std::string_view yaml, const char* key, const std::string& name) {
+  const YAML::Node root = YAML::Load(std::string(yaml));
+  for (const YAML::Node& n : root[key])
+    if (n["name"] && n["name"].Scalar() == name) return n["name"].Mark().line + 1;
+  return 1;
+}
+
+template <typename Spec>
+std::vector<std::string> add_user(std::deque<Spec>& store, const std::vector<Spec>& specs, std::string_view yaml,
+                                  const char* key, const std::string& file, const char* what) {
+  std::vector<std::string> names;
+  for (const Spec& s : specs)
+    for (const Spec& known : store)
+      if (known.name == s.name)
+        throw InputError(file, line_of(yaml, key, s.name),
+                         std::string(what) + " '" + s.name + "' is already in the catalog; give it another name");
+  for (const Spec& s : specs) {
+    store.push_back(s);
+    names.push_back(s.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+const std::deque<ModelSpec>& model_catalog() {
+  load_catalog_env();
+  return models_store();
+}
+
+const std::deque<GpuSpec>& gpu_catalog() {
+  load_catalog_env();
+  return gpus_store();
+}
+
+std::vector<std::string> add_user_models(const std::string& file) {
+  const std::string yaml = read_catalog_file(file);
+  return add_user(models_store(), parse_model_catalog(yaml, file), yaml, "models", file, "model");
+}
+
+std::vector<std::string> add_user_gpus(const std::string& file) {
+  const std::string yaml = read_catalog_file(file);
+  return add_user(gpus_store(), parse_gpu_catalog(yaml, file), yaml, "gpus", file, "GPU");
+}
+
+std::string catalog_file_kind(const std::string& file) {
+  const std::string yaml = read_catalog_file(file);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    throw InputError(file, e.mark.line + 1, "invalid YAML: " + e.msg);
+  }
+  const bool models = root.IsMap() && root["models"];
+  const bool gpus = root.IsMap() && root["gpus"];
+  if (models == gpus) throw InputError(file, 1, "expected one top-level list, 'models' or 'gpus'");
+  return models ? "models" : "gpus";
+}
+
+void load_catalog_env() {
+  static bool loaded = false;
+  if (loaded) return;
+  loaded = true;
+  const char* dir = std::getenv("PREFIXSIM_CATALOG");
+  if (!dir || !*dir) return;
+  const std::filesystem::path folder(dir);
+  if (!std::filesystem::is_directory(folder))
+    throw InputError(std::string("PREFIXSIM_CATALOG: '") + dir + "' is not a folder");
+  if (std::filesystem::exists(folder / "models.yaml")) add_user_models((folder / "models.yaml").string());
+  if (std::filesystem::exists(folder / "gpus.yaml")) add_user_gpus((folder / "gpus.yaml").string());
 }
 
 const ModelSpec& find_model(std::string_view name, std::string_view flag) {
@@ -208,10 +314,18 @@ const GpuSpec& find_gpu(std::string_view name, std::string_view flag) {
 }
 
 nlohmann::json to_json(const ModelSpec& m) {
-  return {{"name", m.name},         {"source", m.source},   {"layers", m.layers},
-          {"hidden", m.hidden},     {"heads", m.heads},     {"kv_heads", m.kv_heads},
-          {"head_dim", m.head_dim}, {"intermediate", m.intermediate}, {"vocab", m.vocab},
-          {"tied_embeddings", m.tied_embeddings}, {"params", m.params}, {"dtype_bytes", m.dtype_bytes}};
+  nlohmann::json j = {{"name", m.name},         {"source", m.source},   {"layers", m.layers},
+                      {"hidden", m.hidden},     {"heads", m.heads},     {"kv_heads", m.kv_heads},
+                      {"head_dim", m.head_dim}, {"intermediate", m.intermediate}, {"vocab", m.vocab},
+                      {"tied_embeddings", m.tied_embeddings}, {"params", m.params}, {"dtype_bytes", m.dtype_bytes}};
+  // The optional fields only when set, so dense models' JSON is unchanged.
+  if (m.active_params > 0) j["active_params"] = m.active_params;
+  if (m.weight_bytes > 0) j["weight_bytes"] = m.weight_bytes;
+  if (m.is_mla()) {
+    j["kv_lora_rank"] = m.kv_lora_rank;
+    j["qk_rope_head_dim"] = m.qk_rope_head_dim;
+  }
+  return j;
 }
 
 nlohmann::json to_json(const GpuSpec& g) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -25,6 +26,22 @@ struct ModelSpec {
   bool tied_embeddings = false;
   int64_t params = 0;  // total parameters, embeddings included
   int dtype_bytes = 2; // weights and activations (bf16)
+  // Optional (0: absent). Mixture of experts: parameters one token goes
+  // through, embeddings included as in `params`.
+  int64_t active_params = 0;
+  // Quantized checkpoints: bytes of weights as loaded (else params * dtype).
+  int64_t weight_bytes = 0;
+  // Multi-head latent attention: one cached latent of
+  // kv_lora_rank + qk_rope_head_dim values per token and layer.
+  int kv_lora_rank = 0;
+  int qk_rope_head_dim = 0;
+
+  bool is_moe() const { return active_params > 0; }
+  bool is_mla() const { return kv_lora_rank > 0; }
+  // Parameters the compute terms count: the active ones for a MoE.
+  int64_t compute_params() const { return is_moe() ? active_params : params; }
+  // Bytes all the weights occupy in GPU memory (before TP splits them).
+  int64_t total_weight_bytes() const { return weight_bytes > 0 ? weight_bytes : params * dtype_bytes; }
 
   // Parameters of the matmuls every token goes through: all but the token
   // embedding and the lm_head (the embedding is a gather; the lm_head runs
@@ -32,6 +49,9 @@ struct ModelSpec {
   int64_t per_token_matmul_params() const;
   // Bytes of weights one forward pass reads: everything but the embedding
   // table (of which it gathers a few rows) unless it doubles as the lm_head.
+  // A MoE reads its active experts only (exact for one decode token, low for
+  // a large batch that touches more experts); a quantized checkpoint reads
+  // weight_bytes / params bytes per parameter on average.
   int64_t weight_bytes_read_per_step() const;
 };
 
@@ -49,9 +69,25 @@ struct GpuSpec {
 };
 
 // The built-in catalogs, parsed once (InternalError if the embedded YAML is
-// broken -- the catalog test catches that at build time).
-const std::vector<ModelSpec>& model_catalog();
-const std::vector<GpuSpec>& gpu_catalog();
+// broken -- the catalog test catches that at build time), followed by any
+// user entries added with add_user_models / add_user_gpus.
+// A deque, so that adding user entries never moves the ones a caller holds.
+const std::deque<ModelSpec>& model_catalog();
+const std::deque<GpuSpec>& gpu_catalog();
+
+// User catalogs (--model-file, --gpu-file, $PREFIXSIM_CATALOG): parse FILE
+// (the built-in schema) and append its entries to the catalog. InputError
+// "FILE:LINE: ..." for a bad entry or a name the catalog already has.
+// Returns the names added.
+std::vector<std::string> add_user_models(const std::string& file);
+std::vector<std::string> add_user_gpus(const std::string& file);
+// $PREFIXSIM_CATALOG, when set: a folder whose models.yaml and gpus.yaml
+// (either may be absent; the folder may not) extend the catalog. Once per
+// process; later calls do nothing.
+void load_catalog_env();
+// "models" or "gpus": which list a user catalog file holds (InputError
+// "FILE:1: ..." when it is neither, or unreadable YAML).
+std::string catalog_file_kind(const std::string& file);
 
 // Lookup by name; InputError listing the known names when there is none.
 // `flag` names the option the name came from, for the message.

@@ -58,7 +58,8 @@ CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int
   // query head (heads/TP per shard), per layer.
   c.attn_s_per_unit = 4.0 * m.head_dim * (m.heads / shards) * m.layers / attn_flops;
   // KV read: every context token's K and V, every layer, this shard's heads.
-  c.kv_read_s_per_token = static_cast<double>(kv_bytes_per_token(m, tp, m.dtype_bytes)) / bw;
+  const int kv_dtype = o.kv_dtype_bytes > 0 ? o.kv_dtype_bytes : m.dtype_bytes;
+  c.kv_read_s_per_token = static_cast<double>(kv_bytes_per_token(m, tp, kv_dtype)) / bw;
   c.overhead_s = o.overhead_s;
   add_tensor_parallel_comm(c, m, g, tp, o);
   return c;
@@ -88,6 +89,24 @@ TimeNs ModeledExecutor::prefill_time(int64_t new_tokens, int64_t cached_tokens) 
   return seconds_to_ns(step_seconds(coef_, b));
 }
 
+// How far a planner can trust the times: a profile carries the error of its
+// fit on held-out measured steps; the roofline has never been compared with
+// measured times, so it says so rather than quoting a figure.
+nlohmann::json ModeledExecutor::known_error_json() const {
+  if (profile_) {
+    const ProfileFit& f = profile_->fit;
+    return {{"validated", true},
+            {"basis", "held-out measured engine steps of the profile's own calibration (step times, not TTFT)"},
+            {"held_out_samples", f.held_out_samples},
+            {"step_mape_held_out", f.mape_held_out},
+            {"step_max_ape_held_out", f.max_ape_held_out},
+            {"measured_by", profile_->provenance}};
+  }
+  return {{"validated", false},
+          {"basis", "none: datasheet peaks x assumed efficiencies (options), never compared with measured step "
+                    "times; calibrate a profile (prefixsim gpu calibrate) to know the error"}};
+}
+
 nlohmann::json ModeledExecutor::to_json() const {
   nlohmann::json j = {{"source", profile_ ? "profile" : "roofline"},
                       {"model", model_name_},
@@ -102,7 +121,9 @@ nlohmann::json ModeledExecutor::to_json() const {
                     {"bw_efficiency", options_.bw_efficiency},
                     {"link_efficiency", options_.link_efficiency},
                     {"overhead_s", options_.overhead_s}};
+    if (options_.kv_dtype_bytes > 0) j["options"]["kv_dtype_bytes"] = options_.kv_dtype_bytes;
   }
+  j["known_error"] = known_error_json();
   return j;
 }
 

@@ -62,6 +62,8 @@ struct CostModelOptions {
   // vLLM v1's CPU work per step (scheduling, input preparation, sampling
   // bookkeeping, kernel launches under CUDA graphs): about a millisecond.
   double overhead_s = 1e-3;
+  // KV cache element bytes (--kv-cache-dtype fp8: 1); 0: the model's dtype.
+  int kv_dtype_bytes = 0;
 };
 
 // The roofline coefficients for one tensor-parallel shard (InputError
@@ -94,9 +96,12 @@ class ModeledExecutor final : public Executor {
   bool calibrated() const { return profile_.has_value(); }
   // {"source": "roofline"|"profile", "model", "gpu", "tp", "coefficients",
   //  "options" (roofline) | "profile" (calibrated)}: the report's cost model.
+  // ... plus "known_error": {"validated", "basis", and for a profile its
+  // held-out step MAPE}: how far the times can be trusted.
   nlohmann::json to_json() const;
 
  private:
+  nlohmann::json known_error_json() const;
   std::string model_name_, gpu_name_;
   int tp_;
   CostModelOptions options_;

@@ -45,6 +45,9 @@ void check_tensor_parallel(const ModelSpec& m, int tp) {
 }
 
 int64_t kv_bytes_per_token(const ModelSpec& m, int tp, int kv_dtype_bytes) {
+  // MLA caches one latent per token and layer (no separate K and V), and
+  // every shard keeps all of it: vLLM's MLA backends replicate the latent.
+  if (m.is_mla()) return int64_t{m.kv_lora_rank + m.qk_rope_head_dim} * kv_dtype_bytes * m.layers;
   const int64_t kv_heads_per_shard = std::max(1, m.kv_heads / tp);
   return 2 * kv_heads_per_shard * m.head_dim * kv_dtype_bytes * m.layers;
 }
@@ -72,7 +75,14 @@ KvSizing size_kv_pool(const KvSizingInput& in) {
   const int kv_dtype = in.kv_dtype_bytes > 0 ? in.kv_dtype_bytes : (in.model ? in.model->dtype_bytes : 2);
   if (in.model) k.bytes_per_block = kv_bytes_per_token(*in.model, in.tp, kv_dtype) * in.block_size;
   const std::string per_block =
-      in.model ? "bytes/block = 2 (K,V) x " + std::to_string(in.block_size) + " tokens x " +
+      in.model && in.model->is_mla()
+          ? "bytes/block = " + std::to_string(in.block_size) + " tokens x (" +
+                std::to_string(in.model->kv_lora_rank) + " kv_lora_rank + " +
+                std::to_string(in.model->qk_rope_head_dim) + " qk_rope_head_dim) latent (MLA, on every shard) x " +
+                std::to_string(kv_dtype) + " bytes x " + std::to_string(in.model->layers) +
+                " layers = " + std::to_string(k.bytes_per_block) + " (" + fmt("%.2f", k.bytes_per_block / 1048576.0) +
+                " MiB)"
+      : in.model ? "bytes/block = 2 (K,V) x " + std::to_string(in.block_size) + " tokens x " +
                      std::to_string(std::max(1, in.model->kv_heads / in.tp)) + " KV heads/shard x " +
                      std::to_string(in.model->head_dim) + " head dim x " + std::to_string(kv_dtype) + " bytes x " +
                      std::to_string(in.model->layers) + " layers = " + std::to_string(k.bytes_per_block) + " (" +
@@ -115,7 +125,7 @@ KvSizing size_kv_pool(const KvSizingInput& in) {
     const ModelSpec& m = *in.model;
     k.gpu_memory_bytes = in.gpu->memory_bytes;
     k.usable_bytes = static_cast<int64_t>(std::floor(static_cast<double>(in.gpu->memory_bytes) * in.gpu_mem_util));
-    k.weight_bytes = ceil_div(m.params * m.dtype_bytes, in.tp);
+    k.weight_bytes = ceil_div(m.total_weight_bytes(), in.tp);
     k.activation_bytes = in.activation_reserve_bytes
                              ? *in.activation_reserve_bytes
                              : activation_reserve_bytes(m, in.tp, in.max_num_batched_tokens, in.max_num_seqs);
@@ -137,8 +147,11 @@ KvSizing size_kv_pool(const KvSizingInput& in) {
   e = per_block + ". ";
   if (k.source == "derived") {
     e += "KV budget per shard = " + std::to_string(k.gpu_memory_bytes) + " B GPU memory x " + fmt("%g", in.gpu_mem_util) +
-         " (--gpu-mem-util) - " + std::to_string(k.weight_bytes) + " B weights (" + std::to_string(in.model->params) +
-         " params x " + std::to_string(in.model->dtype_bytes) + " B / TP " + std::to_string(in.tp) + ") - " +
+         " (--gpu-mem-util) - " + std::to_string(k.weight_bytes) + " B weights (" +
+         (in.model->weight_bytes > 0
+              ? std::to_string(in.model->weight_bytes) + " B quantized checkpoint"
+              : std::to_string(in.model->params) + " params x " + std::to_string(in.model->dtype_bytes) + " B") +
+         " / TP " + std::to_string(in.tp) + ") - " +
          std::to_string(k.activation_bytes) + " B activations and runtime = " + std::to_string(k.kv_budget_bytes) +
          " B (" + fmt("%.2f", k.kv_budget_bytes / kGiB) + " GiB). num_blocks = floor(budget / bytes per block) = " +
          std::to_string(k.num_blocks) + ". ";

@@ -37,13 +37,17 @@ TEST_CASE("every catalog entry loads with the names the issue asks for", "[catal
   std::set<std::string> models, gpus;
   for (const ModelSpec& m : model_catalog()) models.insert(m.name);
   for (const GpuSpec& g : gpu_catalog()) gpus.insert(g.name);
-  CHECK(models == std::set<std::string>{"llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "qwen3-32b", "mistral-7b"});
-  CHECK(gpus == std::set<std::string>{"h100-sxm-80gb", "h200-141gb", "a100-80gb", "l40s-48gb", "rtx-4090-24gb", "b200"});
+  CHECK(models == std::set<std::string>{"llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b", "llama-3.2-1b",
+                                        "llama-3.2-3b", "qwen2.5-7b", "qwen3-8b", "qwen3-14b", "qwen3-32b",
+                                        "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-20b",
+                                        "gpt-oss-120b", "mistral-7b"});
+  CHECK(gpus == std::set<std::string>{"h100-sxm-80gb", "h200-141gb", "a100-80gb", "l40s-48gb", "rtx-4090-24gb", "b200",
+                                      "rtx-pro-6000-96gb", "l4-24gb", "mi300x-192gb"});
   for (const GpuSpec& g : gpu_catalog()) {
     INFO(g.name);
     CHECK(g.memory_bytes > (int64_t{20} << 30));
     CHECK(g.peak_bf16_flops > 1e14);
-    CHECK(g.hbm_bandwidth > 5e11);
+    CHECK(g.hbm_bandwidth > 2e11);  // the L4's 300 GB/s is the lowest
     CHECK(g.interconnect_bandwidth > 1e10);
     CHECK(!g.source.empty());
     CHECK(to_json(g)["name"] == g.name);
@@ -53,6 +57,9 @@ TEST_CASE("every catalog entry loads with the names the issue asks for", "[catal
 TEST_CASE("catalog parameter counts agree with each model's architecture within 0.1 %", "[catalog]") {
   for (const ModelSpec& m : model_catalog()) {
     INFO(m.name);
+    // Dense standard-attention models only; the MoE, MLA and MXFP4 entries
+    // are checked against their model cards in test_catalog_entries.cpp.
+    if (m.is_moe() || m.is_mla() || m.weight_bytes > 0) continue;
     const double derived = static_cast<double>(params_from_architecture(m));
     CHECK(std::fabs(derived - static_cast<double>(m.params)) / static_cast<double>(m.params) < 1e-3);
     CHECK(m.heads % m.kv_heads == 0);

@@ -1,0 +1,265 @@
+// Every built-in catalog entry against its model's published config.json:
+// KV bytes per token and weight bytes, worked out by hand from the config
+// figures quoted in the comments (sources: the Hugging Face config.json and
+// model card of each repo named below). Also the MoE and MLA cost terms, the
+// fp8 KV cache, and user catalogs (--model-file / --gpu-file).
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "sim/base/error.h"
+#include "sim/cost/catalog.h"
+#include "sim/cost/cost_model.h"
+#include "sim/cost/kv_sizing.h"
+
+using namespace prefixsim;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct Published {
+  const char* name;
+  int64_t kv_bytes_per_token;  // at TP 1, in the model's dtype (bf16)
+  int64_t weight_bytes;        // all weights as vLLM loads them
+  double params_card;          // the model card's total parameter count
+  double active_card;          // the model card's active count (0: dense)
+};
+
+// KV/token = 2 (K,V) x num_key_value_heads x head_dim x 2 bytes x num_hidden_layers,
+// except DeepSeek-V3 (MLA): num_hidden_layers x (kv_lora_rank + qk_rope_head_dim) x 2.
+// Weights = params x 2 bytes (bf16), except the fp8 / MXFP4 checkpoints.
+const Published kPublished[] = {
+    // meta-llama/Llama-3.1-8B-Instruct: 32 layers, 8 KV heads, head_dim 128; 8.03 B params
+    {"llama-3.1-8b", 2 * 8 * 128 * 2 * 32, int64_t{8030261248} * 2, 8.03e9, 0},
+    // meta-llama/Llama-3.1-70B-Instruct: 80 layers, 8 KV heads, 128; 70.6 B
+    {"llama-3.1-70b", 2 * 8 * 128 * 2 * 80, int64_t{70553706496} * 2, 70.6e9, 0},
+    // meta-llama/Llama-3.3-70B-Instruct: the same architecture; 70.6 B
+    {"llama-3.3-70b", 2 * 8 * 128 * 2 * 80, int64_t{70553706496} * 2, 70.6e9, 0},
+    // meta-llama/Llama-3.2-1B-Instruct: 16 layers, 8 KV heads, head_dim 64; 1.24 B (tied embeddings)
+    {"llama-3.2-1b", 2 * 8 * 64 * 2 * 16, int64_t{1235814400} * 2, 1.24e9, 0},
+    // meta-llama/Llama-3.2-3B-Instruct: 28 layers, 8 KV heads, head_dim 128; 3.21 B (tied)
+    {"llama-3.2-3b", 2 * 8 * 128 * 2 * 28, int64_t{3212749824} * 2, 3.21e9, 0},
+    // Qwen/Qwen2.5-7B-Instruct: 28 layers, 4 KV heads, 128; 7.61 B
+    {"qwen2.5-7b", 2 * 4 * 128 * 2 * 28, int64_t{7615616512} * 2, 7.61e9, 0},
+    // Qwen/Qwen3-8B: 36 layers, 8 KV heads, head_dim 128; 8.2 B
+    {"qwen3-8b", 2 * 8 * 128 * 2 * 36, int64_t{8190735360} * 2, 8.2e9, 0},
+    // Qwen/Qwen3-14B: 40 layers, 8 KV heads, 128; 14.8 B
+    {"qwen3-14b", 2 * 8 * 128 * 2 * 40, int64_t{14768307200} * 2, 14.8e9, 0},
+    // Qwen/Qwen3-32B: 64 layers, 8 KV heads, 128; 32.8 B
+    {"qwen3-32b", 2 * 8 * 128 * 2 * 64, int64_t{32762123264} * 2, 32.8e9, 0},
+    // mistralai/Mistral-7B-Instruct-v0.3: 32 layers, 8 KV heads, 128; 7.25 B
+    {"mistral-7b", 2 * 8 * 128 * 2 * 32, int64_t{7248023552} * 2, 7.25e9, 0},
+    // Qwen/Qwen3-30B-A3B: 48 layers, 4 KV heads, 128; 30.5 B total, 3.3 B activated
+    {"qwen3-30b-a3b", 2 * 4 * 128 * 2 * 48, int64_t{30532122624} * 2, 30.5e9, 3.3e9},
+    // Qwen/Qwen3-235B-A22B: 94 layers, 4 KV heads, 128; 235 B total, 22 B activated
+    {"qwen3-235b-a22b", 2 * 4 * 128 * 2 * 94, int64_t{235093634560} * 2, 235e9, 22e9},
+    // deepseek-ai/DeepSeek-V3: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64 (MLA);
+    // 671 B total, 37 B activated; fp8 weights (1 byte + an fp32 scale per 128x128 block)
+    {"deepseek-v3", 61 * (512 + 64) * 2, int64_t{673150582112}, 671e9, 37e9},
+    // openai/gpt-oss-20b: 24 layers, 8 KV heads, head_dim 64; 20.9 B total, 3.6 B active
+    // (card excludes the 0.58 B embedding); MXFP4 experts: 12.8 GiB checkpoint
+    {"gpt-oss-20b", 2 * 8 * 64 * 2 * 24, int64_t{13761264768}, 20.9e9, 3.6e9 + 201088.0 * 2880},
+    // openai/gpt-oss-120b: 36 layers, 8 KV heads, head_dim 64; 116.8 B total, 5.1 B active
+    {"gpt-oss-120b", 2 * 8 * 64 * 2 * 36, int64_t{65248815744}, 116.8e9, 5.1e9 + 201088.0 * 2880},
+};
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "prefixsim-test-catalog-entries";
+  std::filesystem::create_directories(dir);
+  const std::string p = (dir / name).string();
+  std::ofstream(p) << text;
+  return p;
+}
+
+const char* kUserModel =
+    "models:\n"
+    "  - name: my-moe\n"
+    "    source: test\n"
+    "    layers: 2\n"
+    "    hidden: 64\n"
+    "    heads: 4\n"
+    "    kv_heads: 2\n"
+    "    head_dim: 16\n"
+    "    intermediate: 128\n"
+    "    vocab: 1000\n"
+    "    tied_embeddings: false\n"
+    "    params: 1000000\n"
+    "    active_params: 300000\n"
+    "    dtype_bytes: 2\n";
+
+}  // namespace
+
+TEST_CASE("every built-in model's KV bytes per token and weight bytes match its published config", "[catalog]") {
+  std::set<std::string> listed;
+  for (const Published& p : kPublished) listed.insert(p.name);
+  for (const ModelSpec& m : model_catalog()) CHECK(listed.count(m.name) == 1);  // no entry left untested
+  for (const Published& p : kPublished) {
+    INFO(p.name);
+    const ModelSpec& m = find_model(p.name);
+    CHECK(kv_bytes_per_token(m, 1, m.dtype_bytes) == p.kv_bytes_per_token);
+    CHECK(m.total_weight_bytes() == p.weight_bytes);
+    // The derived pool charges exactly these weight bytes.
+    KvSizingInput in;
+    in.model = &m;
+    in.gpu = &find_gpu("b200");
+    in.kv_gb = 1.0;  // any explicit size: the per-block bytes do not depend on it
+    CHECK(size_kv_pool(in).bytes_per_block == p.kv_bytes_per_token * 16);
+    CHECK(std::abs(static_cast<double>(m.params) - p.params_card) / p.params_card < 0.01);
+    if (p.active_card > 0) {
+      REQUIRE(m.is_moe());
+      CHECK(std::abs(static_cast<double>(m.active_params) - p.active_card) / p.active_card < 0.03);
+    } else {
+      CHECK(!m.is_moe());
+    }
+  }
+}
+
+TEST_CASE("the built-in GPUs the issue names are there with their datasheet figures", "[catalog]") {
+  // NVIDIA RTX PRO 6000 Blackwell: 96 GB GDDR7, 1,792 GB/s, BF16 503.8 TFLOPS dense, 188 SMs.
+  const GpuSpec& pro = find_gpu("rtx-pro-6000-96gb");
+  CHECK(pro.memory_bytes == int64_t{96000000000});
+  CHECK(pro.hbm_bandwidth == 1792e9);
+  CHECK(pro.peak_bf16_flops == 503.8e12);
+  CHECK(pro.sm_count == 188);
+  // NVIDIA L4: 24 GB, 300 GB/s, BF16 242 TFLOPS with sparsity = 121 dense.
+  const GpuSpec& l4 = find_gpu("l4-24gb");
+  CHECK(l4.hbm_bandwidth == 300e9);
+  CHECK(l4.peak_bf16_flops == 121e12);
+  // AMD MI300X: 192 GB HBM3, 5.3 TB/s, BF16 1,307.4 TFLOPS dense, 304 CUs.
+  const GpuSpec& mi = find_gpu("mi300x-192gb");
+  CHECK(mi.memory_bytes == int64_t{192000000000});
+  CHECK(mi.hbm_bandwidth == 5.3e12);
+  CHECK(mi.peak_bf16_flops == 1307.4e12);
+  CHECK(mi.sm_count == 304);
+  // Already there: L40S and B200.
+  CHECK(find_gpu("l40s-48gb").hbm_bandwidth == 864e9);
+  CHECK(find_gpu("b200").hbm_bandwidth == 8.0e12);
+}
+
+TEST_CASE("an MoE computes with its active parameters and holds all of them in memory", "[catalog][cost_model]") {
+  const ModelSpec& m = find_model("qwen3-30b-a3b");
+  const GpuSpec& g = find_gpu("h100-sxm-80gb");
+  const double embedding = 151936.0 * 2048;  // vocab x hidden
+  const CostCoefficients c = roofline_coefficients(m, g, 1);
+  // 2 FLOPs per active matmul parameter (embedding and lm_head excluded) at 60 % of 989.4 TFLOP/s.
+  CHECK(c.linear_s_per_token == Approx(2.0 * (3353032704.0 - 2 * embedding) / (989.4e12 * 0.6)));
+  // One step reads the active weights (lm_head included) at 80 % of 3.35 TB/s.
+  CHECK(c.weight_floor_s == Approx((3353032704.0 - embedding) * 2 / (3.35e12 * 0.8)));
+  // The pool is charged all 30.5 B parameters.
+  KvSizingInput in;
+  in.model = &m;
+  in.gpu = &g;
+  CHECK(size_kv_pool(in).weight_bytes == int64_t{30532122624} * 2);
+}
+
+TEST_CASE("a quantized checkpoint's weight read scales with its bytes per parameter", "[catalog][cost_model]") {
+  const ModelSpec& m = find_model("gpt-oss-120b");
+  const double read_params = 5711982912.0 - 201088.0 * 2880;  // active, less the gathered embedding
+  CHECK(static_cast<double>(m.weight_bytes_read_per_step()) ==
+        Approx(read_params * 65248815744.0 / 116829156672.0).epsilon(1e-9));
+  // Dense bf16 models read exactly 2 bytes per parameter, as before.
+  const ModelSpec& l = find_model("llama-3.1-8b");
+  CHECK(l.weight_bytes_read_per_step() == (int64_t{8030261248} - 128256LL * 4096) * 2);
+}
+
+TEST_CASE("MLA's latent is not split by TP: every shard caches all of it", "[catalog][kv_sizing]") {
+  const ModelSpec& m = find_model("deepseek-v3");
+  for (int tp : {1, 2, 8}) CHECK(kv_bytes_per_token(m, tp, 2) == 61 * 576 * 2);
+  KvSizingInput in;
+  in.model = &m;
+  in.gpu = &find_gpu("b200");
+  in.tp = 8;
+  const KvSizing k = size_kv_pool(in);
+  CHECK(k.bytes_per_block == 61 * 576 * 2 * 16);
+  CHECK(k.weight_bytes == (int64_t{673150582112} + 7) / 8);
+  CHECK_THAT(k.explanation, Contains("512 kv_lora_rank + 64 qk_rope_head_dim"));
+}
+
+TEST_CASE("an fp8 KV cache halves the bytes per block and the KV read time", "[kv_sizing][fp8]") {
+  for (const ModelSpec& m : model_catalog()) {
+    INFO(m.name);
+    KvSizingInput in;
+    in.model = &m;
+    in.gpu = &find_gpu("b200");
+    in.kv_gb = 4.0;
+    const KvSizing bf16 = size_kv_pool(in);
+    in.kv_dtype_bytes = 1;
+    const KvSizing fp8 = size_kv_pool(in);
+    CHECK(fp8.bytes_per_block * 2 == bf16.bytes_per_block);
+    CHECK(fp8.num_blocks >= 2 * bf16.num_blocks);
+    CHECK(fp8.num_blocks <= 2 * bf16.num_blocks + 1);
+  }
+  const ModelSpec& m = find_model("llama-3.1-8b");
+  const GpuSpec& g = find_gpu("h100-sxm-80gb");
+  CostModelOptions o;
+  o.kv_dtype_bytes = 1;
+  CHECK(roofline_coefficients(m, g, 1, o).kv_read_s_per_token ==
+        Approx(roofline_coefficients(m, g, 1).kv_read_s_per_token / 2));
+}
+
+TEST_CASE("dense models' JSON carries no MoE, quantization or MLA keys (reports unchanged)", "[catalog]") {
+  const nlohmann::json j = to_json(find_model("llama-3.1-8b"));
+  for (const char* k : {"active_params", "weight_bytes", "kv_lora_rank", "qk_rope_head_dim"}) CHECK(!j.contains(k));
+  const nlohmann::json d = to_json(find_model("deepseek-v3"));
+  CHECK(d["kv_lora_rank"] == 512);
+  CHECK(d["active_params"] == int64_t{37552297472});
+}
+
+TEST_CASE("a user model file extends the catalog, and its errors name file, line and field", "[catalog][user]") {
+  const std::string ok = write_temp("user-models.yaml", kUserModel);
+  CHECK(catalog_file_kind(ok) == "models");
+  CHECK(add_user_models(ok) == std::vector<std::string>{"my-moe"});
+  const ModelSpec& m = find_model("my-moe");
+  CHECK(m.active_params == 300000);
+  CHECK(kv_bytes_per_token(m, 1, 2) == 2 * 2 * 16 * 2 * 2);
+  // Loading it again collides with the entry now in the catalog: the name's line.
+  CHECK_THROWS_WITH(add_user_models(ok), Contains(ok + ":2:") && Contains("my-moe") && Contains("already"));
+  // A built-in name is refused the same way.
+  std::string builtin = kUserModel;
+  builtin.replace(builtin.find("my-moe"), 6, "llama-3.1-8b");
+  CHECK_THROWS_WITH(add_user_models(write_temp("dup.yaml", builtin)), Contains("dup.yaml:2:") && Contains("llama-3.1-8b"));
+  // A bad value: file, line and field.
+  std::string bad = kUserModel;
+  bad.replace(bad.find("name: my-moe"), 12, "name: my-moe2");
+  bad.replace(bad.find("active_params: 300000"), 21, "active_params: 2000000");
+  CHECK_THROWS_WITH(add_user_models(write_temp("bad.yaml", bad)), Contains("bad.yaml:13:") && Contains("active_params"));
+  // MLA needs both of its fields.
+  std::string mla = kUserModel;
+  mla.replace(mla.find("name: my-moe"), 12, "name: my-mla");
+  mla += "    kv_lora_rank: 32\n";
+  CHECK_THROWS_WITH(add_user_models(write_temp("mla.yaml", mla)), Contains("mla.yaml:") && Contains("qk_rope_head_dim"));
+  // Neither list, or an unreadable file.
+  CHECK_THROWS_WITH(catalog_file_kind(write_temp("neither.yaml", "things: []\n")),
+                    Contains("neither.yaml:1:") && Contains("'models' or 'gpus'"));
+  CHECK_THROWS_AS(add_user_gpus("/nonexistent/gpus.yaml"), InputError);
+}
+
+TEST_CASE("a user GPU file extends the catalog", "[catalog][user]") {
+  const std::string f = write_temp("user-gpus.yaml",
+                                   "gpus:\n"
+                                   "  - name: my-gpu\n"
+                                   "    description: test\n"
+                                   "    source: test\n"
+                                   "    memory_bytes: 48000000000\n"
+                                   "    peak_bf16_flops: 200e12\n"
+                                   "    hbm_bandwidth: 1e12\n"
+                                   "    interconnect: pcie4\n"
+                                   "    interconnect_bandwidth: 32e9\n"
+                                   "    allreduce_latency_s: 30e-6\n"
+                                   "    sm_count: 100\n");
+  CHECK(catalog_file_kind(f) == "gpus");
+  CHECK(add_user_gpus(f) == std::vector<std::string>{"my-gpu"});
+  CHECK(find_gpu("my-gpu").hbm_bandwidth == 1e12);
+  const std::string bad = write_temp("bad-gpus.yaml",
+                                     "gpus:\n"
+                                     "  - name: other\n"
+                                     "    description: test\n"
+                                     "    source: test\n"
+                                     "    memory_bytes: 48000000000\n"
+                                     "    peak_bf16_flops: fast\n");
+  CHECK_THROWS_WITH(add_user_gpus(bad), Contains("bad-gpus.yaml:6:") && Contains("peak_bf16_flops"));
+}
