@@ -33,6 +33,9 @@ std::string render_compare_html(const nlohmann::json& compare_json);
 
 // A few lines for the terminal after a run.
 std::string render_terminal_summary(const RunReport& r);
+// A duration given in ms, in the unit that keeps it readable: "12.34 ms",
+// "45.6 s", "12.5 min", "3.2 h".
+std::string duration_text(double ms);
 
 // The five files of a run's output directory, in the order written.
 const std::vector<std::string>& run_output_names();

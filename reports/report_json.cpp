@@ -60,6 +60,15 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
                             {"prompt_tokens_per_s", t.throughput.prompt_tokens_per_s},
                             {"output_tokens_per_s", t.throughput.output_tokens_per_s},
                             {"duration_s", t.duration_s}};
+    const LoadReport& ld = t.load;
+    j["load"] = ojson{{"requests", ld.requests},
+                      {"arrival_span_s", ld.arrival_span_s},
+                      {"offered_requests_per_s", ld.offered_requests_per_s},
+                      {"served_requests_per_s", ld.served_requests_per_s},
+                      {"drain_ratio", ld.drain_ratio},
+                      {"time_scale", ld.time_scale},
+                      {"saturated", ld.saturated},
+                      {"replicas_needed", ld.replicas_needed}};
     j["engine"] = ojson{{"steps", t.engine.steps},
                         {"preemptions", t.engine.preemptions},
                         {"kv_usage", ojson{{"mean", t.engine.kv_usage_mean}, {"max", t.engine.kv_usage_max}}}};
@@ -74,8 +83,12 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
   } else {
     j["latency_ms"] = nullptr;
     j["throughput"] = nullptr;
+    j["load"] = nullptr;
     j["engine"] = nullptr;
   }
+  j["run"] = ojson{{"refused_requests", r.run.refused_requests},
+                   {"event_fingerprint", r.run.event_fingerprint ? ojson(*r.run.event_fingerprint) : ojson(nullptr)},
+                   {"notes", r.run.notes}};
   return j;
 }
 

@@ -79,12 +79,33 @@ struct EngineStats {
   double kv_usage_mean = 0, kv_usage_max = 0;  // fraction of blocks in use, 0..1
 };
 
+// The offered load against what the simulated server served. A server that
+// keeps up finishes soon after the last arrival (drain_ratio near 1); one
+// that does not finishes drain_ratio times later than the arrivals span, and
+// would need about that many replicas to keep up.
+struct LoadReport {
+  uint64_t requests = 0;
+  double arrival_span_s = 0;           // first to last arrival
+  double offered_requests_per_s = 0;   // (requests - 1) / arrival_span_s
+  double served_requests_per_s = 0;    // requests / (first arrival to last finish)
+  double drain_ratio = 0;              // (first arrival to last finish) / arrival_span_s
+  double time_scale = 1;               // the factor applied to the trace's gaps (--rate, --time-scale)
+  bool saturated = false;              // drain_ratio >= kSaturatedDrainRatio
+  uint64_t replicas_needed = 1;        // about ceil(drain_ratio) when saturated
+  static constexpr double kSaturatedDrainRatio = 1.25;
+  // Fills the derived fields from the raw ones.
+  void derive(double last_finish_s);
+  // "saturated: arrivals exceed service by N x; about K replicas would be needed", or "".
+  std::string saturation_line() const;
+};
+
 // Results that exist only when time is simulated (engine mode).
 struct TimedResults {
   LatencyReport latency_ms;
   Throughput throughput;
   EngineStats engine;
   double duration_s = 0;  // simulated time from the first arrival to the last finish
+  LoadReport load;
   // vLLM-bucketed histograms in seconds, for metrics.prom
   // (LatencyAccumulator::prom_histogram gives them).
   Histogram ttft_s{vllm_ttft_buckets()};
@@ -109,6 +130,14 @@ struct SeriesRow {
   double prompt_tokens_per_s = 0, output_tokens_per_s = 0;  // computed prompt tokens / produced tokens
 };
 
+// What the run itself found that is neither configuration nor a metric
+// section: report.json's `run` (results never go into `scenario`).
+struct RunFacts {
+  uint64_t refused_requests = 0;             // can never fit the pool; not replayed
+  std::optional<uint64_t> event_fingerprint;  // engine mode: the processed event stream's (EventLoop)
+  std::vector<std::string> notes;            // e.g. why the ideal hit rate is not computed
+};
+
 struct RunReport {
   std::string mode = "engine";  // "engine" or "cache"
   std::string tool_name = "prefixsim";
@@ -118,6 +147,7 @@ struct RunReport {
   KvCacheInfo kv_cache;
   PrefixCacheReport prefix_cache;
   std::optional<TimedResults> timed;  // engine mode only
+  RunFacts run;
   std::string series_axis = "time_s";  // "time_s" or "request"
   std::vector<SeriesRow> series;
 };

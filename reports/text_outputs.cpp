@@ -27,10 +27,38 @@ double interval_hit_rate(const SeriesRow& s) {
                           : kNotAvailable;
 }
 
+}  // namespace
+
+std::string duration_text(double ms) {
+  if (!std::isfinite(ms)) return "n/a";
+  const double a = std::fabs(ms);
+  if (a < 10'000) return fmt("%.2f ms", ms);
+  if (a < 120'000) return fmt("%.1f s", ms / 1e3);
+  if (a < 120 * 60'000.0) return fmt("%.1f min", ms / 60e3);
+  return fmt("%.1f h", ms / 3600e3);
+}
+
+void LoadReport::derive(double last_finish_s) {
+  offered_requests_per_s = requests > 1 && arrival_span_s > 0 ? static_cast<double>(requests - 1) / arrival_span_s : 0;
+  served_requests_per_s = last_finish_s > 0 ? static_cast<double>(requests) / last_finish_s : 0;
+  drain_ratio = arrival_span_s > 0 ? last_finish_s / arrival_span_s : 0;
+  saturated = requests >= 20 && drain_ratio >= kSaturatedDrainRatio;
+  replicas_needed = saturated ? static_cast<uint64_t>(std::ceil(drain_ratio)) : 1;
+}
+
+std::string LoadReport::saturation_line() const {
+  if (!saturated) return "";
+  return "saturated: arrivals exceed service by " + fmt("%.1f", drain_ratio) + " x (offered " +
+         fmt("%.3g", offered_requests_per_s) + " req/s, served " + fmt("%.3g", served_requests_per_s) +
+         " req/s); about " + std::to_string(replicas_needed) + " replicas would be needed";
+}
+
+namespace {
+
 void latency_row(std::string& out, const char* name, const LatencySummary& s) {
   out += "| ";
   out += name;
-  for (double v : {s.mean, s.p50, s.p90, s.p95, s.p99, s.max}) out += " | " + fmt("%.2f", v);
+  for (double v : {s.mean, s.p50, s.p90, s.p95, s.p99, s.max}) out += " | " + duration_text(v);
   out += " |\n";
 }
 
@@ -109,7 +137,8 @@ std::string render_summary_md(const RunReport& r) {
     else
       out += "unvalidated (datasheet peaks x assumed efficiencies; no measured error).\n";
   }
-  out += "\n## Latency (ms)\n\n| metric | mean | p50 | p90 | p95 | p99 | max |\n| --- | --- | --- | --- | --- | --- | --- |\n";
+  if (!t.load.saturation_line().empty()) out += "\n**" + t.load.saturation_line() + ".**\n";
+  out += "\n## Latency\n\n| metric | mean | p50 | p90 | p95 | p99 | max |\n| --- | --- | --- | --- | --- | --- | --- |\n";
   latency_row(out, "TTFT", t.latency_ms.ttft);
   latency_row(out, "queue", t.latency_ms.queue);
   latency_row(out, "end to end", t.latency_ms.e2e);
@@ -117,6 +146,9 @@ std::string render_summary_md(const RunReport& r) {
   out += "\n## Throughput and engine\n\n| metric | value |\n| --- | --- |\n";
   out += "| simulated duration | " + fmt("%.3f s", t.duration_s) + " |\n";
   out += "| requests/s | " + fmt("%.2f", t.throughput.requests_per_s) + " |\n";
+  out += "| offered load (requests/s, first to last arrival) | " + fmt("%.2f", t.load.offered_requests_per_s) +
+         (t.load.time_scale != 1 ? " (trace gaps x " + fmt("%g", t.load.time_scale) + ")" : std::string()) + " |\n";
+  out += "| drain ratio (last finish / last arrival, from the first) | " + fmt("%.2f", t.load.drain_ratio) + " |\n";
   out += "| prompt tokens/s | " + fmt("%.1f", t.throughput.prompt_tokens_per_s) + " |\n";
   out += "| output tokens/s | " + fmt("%.1f", t.throughput.output_tokens_per_s) + " |\n";
   out += "| engine steps | " + std::to_string(t.engine.steps) + " |\n";
@@ -133,10 +165,11 @@ std::string render_terminal_summary(const RunReport& r) {
          "), " + std::to_string(r.prefix_cache.evictions) + " evictions\n";
   if (r.timed) {
     const TimedResults& t = *r.timed;
-    out += "  TTFT p50 " + fmt("%.1f", t.latency_ms.ttft.p50) + " ms, p99 " + fmt("%.1f", t.latency_ms.ttft.p99) +
-           " ms; e2e p99 " + fmt("%.1f", t.latency_ms.e2e.p99) + " ms; " +
+    out += "  TTFT p50 " + duration_text(t.latency_ms.ttft.p50) + ", p99 " + duration_text(t.latency_ms.ttft.p99) +
+           "; e2e p99 " + duration_text(t.latency_ms.e2e.p99) + "; " +
            fmt("%.1f", t.throughput.output_tokens_per_s) + " output tokens/s; " +
            std::to_string(t.engine.preemptions) + " preemptions\n";
+    if (!t.load.saturation_line().empty()) out += "  " + t.load.saturation_line() + "\n";
   }
   return out;
 }

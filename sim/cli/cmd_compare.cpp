@@ -32,6 +32,8 @@
 #include "sim/cost/catalog.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
+#include "sim/cli/scenario.h"
+#include "sim/cli/scenario_run.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/engine.h"
 #include "reports/latency.h"
@@ -122,21 +124,17 @@ class PairObserver final : public EngineObserver {
 struct EngineInputs {
   const std::vector<Request>* requests = nullptr;
   std::string format;
-  const ModelSpec* model = nullptr;
-  const GpuSpec* gpu = nullptr;
-  const std::optional<Profile>* profile = nullptr;  // --profile, else the roofline
+  const Scenario* scenario = nullptr;  // the flags replay would take, pair for pair
+  const ResolvedScenario* resolved = nullptr;
 };
 
 CacheReplayResult run_engine_pair(const EngineInputs& in, const std::string& spec, const PolicyContext& ctx,
                                   int64_t num_blocks, bool check, PairResult& out) {
-  BlockPool pool(static_cast<int32_t>(num_blocks), true, make_policy(spec, ctx));
-  KvCacheManager kv(ctx.block_size, pool);
-  ModeledExecutor exec(*in.model, *in.gpu, 1, *in.profile);
-  Engine engine(SchedulerConfig{}, kv, exec);
-  PairObserver obs(ctx.block_size, check ? &pool : nullptr);
-  engine.set_observer(&obs);
+  Replica replica(*in.scenario, *in.resolved, num_blocks, make_policy(spec, ctx));
+  PairObserver obs(ctx.block_size, check ? &replica.pool : nullptr);
+  replica.engine.set_observer(&obs);
   VectorSource src(std::span<const Request>(*in.requests), in.format);  // the parsed trace, shared by every pair
-  const EngineResult res = engine.run(src);
+  const EngineResult res = replica.engine.run(src);
   CacheReplayResult r;
   r.requests = res.finished;
   r.prompt_tokens = static_cast<int64_t>(res.admitted_prompt_tokens);
@@ -146,7 +144,7 @@ CacheReplayResult run_engine_pair(const EngineInputs& in, const std::string& spe
   r.queried_blocks = obs.queried_blocks;
   r.hit_blocks = obs.hit_blocks;
   r.block_hit_rate = r.queried_blocks ? static_cast<double>(r.hit_blocks) / static_cast<double>(r.queried_blocks) : 0;
-  r.evictions = pool.evictions();
+  r.evictions = replica.pool.evictions();
   r.refused_requests = res.refused;
   const LatencySummary t = obs.ttft_.summary_ms();
   out.ttft_p50_ms = t.p50;
@@ -180,26 +178,18 @@ std::string pct(double x) {
 int cmd_compare(const Args& args) {
   po::options_description opts("options");
   opts.add_options()
-      ("trace", po::value<std::string>(), "trace file (JSONL, .gz/.zst, kv-cache-tester folder or tar)")
       ("policies", po::value<std::string>()->default_value("all"),
        "comma-separated policies, name[:key=value,...] each, or 'all' (every registered policy)")
       ("kv-blocks", po::value<std::string>(), "pool sizes in blocks, null block included: N1,N2,...")
       ("kv-tokens", po::value<std::string>(), "pool capacities in tokens: T1,T2,... (rounded up to blocks)")
-      ("kv-gb", po::value<std::string>(), "KV memory per GPU in GiB: G1,G2,... (with --model)")
-      ("model", po::value<std::string>()->default_value("llama-3.1-8b"), "model from the catalog (for --kv-gb)")
-      ("gpu", po::value<std::string>()->default_value("h100-sxm-80gb"), "GPU from the catalog")
-      ("profile", po::value<std::string>(),
-       "engine mode: calibrated cost-model profile replacing the roofline, a JSON file or `builtin`")
-      ("block-size", po::value<int32_t>()->default_value(16), "KV block size in tokens")
-      ("trace-block-size", po::value<int32_t>()->default_value(0),
-       "tokens per trace hash id (default: 512 Mooncake, 64 kv-cache-tester)")
-      ("format", po::value<std::string>()->default_value("auto"), "trace format: auto, native, mooncake, kvcache-tester")
+      ("kv-gb", po::value<std::string>(), "KV memory per GPU in GiB: G1,G2,... (with --model, --gpu, --tp)")
       ("mode", po::value<std::string>()->default_value("cache"),
        "cache (each request alone, no time) or engine (discrete-event engine: adds TTFT p50/p99)")
       ("threads", po::value<int>()->default_value(0), "worker threads (default: one per core)")
-      ("check-invariants", "verify the block pool's invariants after every request (slow)")
-      ("out", po::value<std::string>()->default_value("prefixsim-out"), "output directory")
       ("quiet", "print nothing on success");
+  // The settings replay takes too, from the same table: an engine pair is
+  // the replay with the same flags.
+  add_scenario_options(opts, kForCompare);
   po::positional_options_description pos;
   pos.add("trace", 1);
   po::variables_map vm;
@@ -219,8 +209,12 @@ int cmd_compare(const Args& args) {
   if (!vm.count("trace")) throw InputError("compare: missing the TRACE argument (see prefixsim compare --help)");
   const std::string mode = vm["mode"].as<std::string>();
   if (mode != "cache" && mode != "engine") throw InputError("--mode: '" + mode + "' is not a mode (cache or engine)");
-  const int32_t block_size = vm["block-size"].as<int32_t>();
-  if (block_size <= 0 || block_size > 4096) throw InputError("--block-size must be in [1, 4096]");
+  Scenario scen;
+  apply_scenario_flags(vm, kForCompare, scen);
+  if (!valid_utf8(scen.trace)) throw InputError("compare: TRACE: must be valid UTF-8 (it goes into compare.json)");
+  scen.mode = mode;
+  validate(scen);
+  const int32_t block_size = scen.block_size;
   const int given = static_cast<int>(vm.count("kv-blocks")) + static_cast<int>(vm.count("kv-tokens")) +
                     static_cast<int>(vm.count("kv-gb"));
   if (given != 1) throw InputError("compare: give exactly one of --kv-blocks, --kv-tokens, --kv-gb");
@@ -246,19 +240,12 @@ int cmd_compare(const Args& args) {
   }
 
   // Pool sizes, through the same sizing as replay.
-  const ModelSpec& model = find_model(vm["model"].as<std::string>());
-  const GpuSpec& gpu = find_gpu(vm["gpu"].as<std::string>());
-  std::optional<Profile> profile;
-  if (vm.count("profile")) {
-    if (mode != "engine") throw InputError("--profile: only engine mode has a cost model (add --mode engine)");
-    profile = resolve_profile(vm["profile"].as<std::string>(), model.name, gpu.name, 1);
-  }
+  if (mode != "engine" && !scen.profile.empty())
+    throw InputError("--profile: only engine mode has a cost model (add --mode engine)");
+  const ResolvedScenario resolved = resolve_scenario(scen);
   std::vector<KvSizing> sizes;
   auto size_one = [&](auto set) {
-    KvSizingInput in;
-    in.model = &model;
-    in.gpu = &gpu;
-    in.block_size = block_size;
+    KvSizingInput in = kv_sizing_input(scen, resolved);
     set(in);
     sizes.push_back(size_kv_pool(in));
   };
@@ -275,20 +262,16 @@ int cmd_compare(const Args& args) {
     if (k.num_blocks < 2) throw InputError("compare: a pool needs at least 2 blocks (block 0 is the null block)");
 
   // The trace, parsed and hashed once.
-  TraceOptions topts;
-  topts.format = vm["format"].as<std::string>();
-  topts.trace_block_size = vm["trace-block-size"].as<int32_t>();
-  const std::string trace_path = vm["trace"].as<std::string>();
-  if (!valid_utf8(trace_path)) throw InputError("compare: TRACE: must be valid UTF-8 (it goes into compare.json)");
+  const std::string trace_path = scen.trace;
   {  // outputs checked before the (long) run
-    const std::string out_dir = vm["out"].as<std::string>();
+    const std::string& out_dir = scen.out;
     check_output_dir(out_dir, "--out");
     for (const char* name : {"/compare.json", "/compare.csv", "/compare.md", "/compare.html"}) {
       check_output_file(out_dir + name, "--out");
       check_not_an_input(out_dir + name, "--out", {trace_path});
     }
   }
-  auto src = open_trace(trace_path, topts);
+  auto src = open_scenario_input(scen, resolved);
   const std::string format = src->format();
   std::vector<Request> requests;  // engine mode only
   PreparedTrace trace;
@@ -303,7 +286,7 @@ int cmd_compare(const Args& args) {
     trace = prepare_trace(*src, block_size);
   }
   src.reset();
-  EngineInputs engine_in{&requests, format, &model, &gpu, &profile};
+  EngineInputs engine_in{&requests, format, &scen, &resolved};
   if (trace.size() == 0) throw InputError(trace_path + ": the trace has no requests");
   PolicyContext ctx;
   ctx.block_size = block_size;
@@ -317,7 +300,7 @@ int cmd_compare(const Args& args) {
   if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min<int>(threads, static_cast<int>(pairs.size()));
-  const bool check = vm.count("check-invariants") > 0;
+  const bool check = scen.check_invariants;
   std::vector<PairResult> results(pairs.size());
   // Bigger pools replay slower: they go first.
   const auto order = heaviest_first(pairs.size(), [&](size_t i) { return sizes[pairs[i].size].num_blocks; });
@@ -359,7 +342,7 @@ int cmd_compare(const Args& args) {
                 {"prompt_tokens", trace.prompt_tokens},
                 {"output_tokens", trace.output_tokens}};
   j["block_size"] = block_size;
-  if (mode == "engine") j["cost_model"] = ModeledExecutor(model, gpu, 1, profile).to_json();
+  if (mode == "engine") j["cost_model"] = Replica(scen, resolved, 2, make_policy("lru", ctx)).exec.to_json();
   j["policies"] = specs;
   nlohmann::ordered_json jsizes = nlohmann::ordered_json::array();
   for (const KvSizing& k : sizes)
@@ -418,8 +401,9 @@ int cmd_compare(const Args& args) {
      << "Trace `" << trace_path << "` (" << format << "): " << trace.size() << " requests, " << trace.prompt_tokens
      << " prompt tokens, " << trace.output_tokens << " output tokens. Block size " << block_size << ", mode `"
      << mode << "`: "
-     << (mode == "engine" ? "the discrete-event engine (vLLM scheduler, roofline cost model of " + model.name +
-                                " on " + gpu.name + "); hit rate counted at admission.\n\n"
+     << (mode == "engine" ? "the discrete-event engine (vLLM scheduler, cost model of " + resolved.model->name +
+                                " on " + resolved.gpu->name + " at TP " + std::to_string(scen.tp) +
+                                "); hit rate counted at admission.\n\n"
                           : std::string("each request alone, in arrival order; hit rate = hit tokens / prompt tokens.\n\n"));
   for (size_t z = 0; z < sizes.size(); ++z) {
     md << "## " << sizes[z].num_blocks << " blocks (" << sizes[z].capacity_tokens << " tokens)\n\n"
@@ -458,7 +442,7 @@ int cmd_compare(const Args& args) {
           "pool's figures (column `refused`).\n";
   if (need_future) md << "\nNote: " << belady_note << "\n";
 
-  const std::string out_dir = vm["out"].as<std::string>();
+  const std::string& out_dir = scen.out;
   OutputSet outputs(out_dir, "--out");  // the four files appear together or not at all
   outputs.add("compare.json", j.dump(2) + "\n");
   outputs.add("compare.csv", csv.str());

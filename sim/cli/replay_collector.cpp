@@ -69,6 +69,7 @@ void ReplayCollector::on_request_finished(const RequestRecord& r) {
   if (r.output_tokens > 1) tpot_.add(r.tpot() / kNsPerS);
   if (first_arrival_ < 0 || r.arrival < first_arrival_) first_arrival_ = r.arrival;
   last_finish_ = std::max(last_finish_, r.finish);
+  last_arrival_ = std::max(last_arrival_, r.arrival);
   queried_blocks_ += static_cast<uint64_t>((r.prompt_tokens + block_size_ - 1) / block_size_);
   hit_blocks_ += static_cast<uint64_t>(r.hit_tokens / block_size_);
   SeriesRow& at_admission = row_at(static_cast<double>(r.first_scheduled) / kNsPerS);
@@ -127,6 +128,9 @@ void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
   t.tpot_s = tpot_.prom_histogram();
   t.ttft_cdf_ms = ttft_.cdf_ms();
   t.duration_s = first_arrival_ < 0 ? 0 : static_cast<double>(last_finish_ - first_arrival_) / kNsPerS;
+  t.load.requests = res.finished;
+  t.load.arrival_span_s = first_arrival_ < 0 ? 0 : static_cast<double>(last_arrival_ - first_arrival_) / kNsPerS;
+  t.load.derive(t.duration_s);
   if (t.duration_s > 0) {
     t.throughput.requests_per_s = static_cast<double>(res.finished) / t.duration_s;
     t.throughput.prompt_tokens_per_s = static_cast<double>(res.prompt_tokens) / t.duration_s;
@@ -155,6 +159,50 @@ void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
     report.series[i].prompt_tokens_per_s = row_prompt_tokens_[i] / interval_s_;
     report.series[i].output_tokens_per_s = row_output_tokens_[i] / interval_s_;
   }
+}
+
+bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {
+  const CacheReplayResult& t = rep.totals();
+  const uint64_t index = last_.requests + last_.refused_requests;  // of this request, from 0
+  size_t i = static_cast<size_t>(index / interval_);
+  if (i >= kMaxRows) {  // coarsen: merge neighbours, double the interval
+    std::vector<SeriesRow> merged;
+    for (size_t k = 0; k < rows_.size(); k += 2) {
+      SeriesRow m = rows_[k];
+      if (k + 1 < rows_.size()) {
+        m.queried_tokens += rows_[k + 1].queried_tokens;
+        m.hit_tokens += rows_[k + 1].hit_tokens;
+        m.finished += rows_[k + 1].finished;
+      }
+      merged.push_back(m);
+    }
+    rows_ = std::move(merged);
+    interval_ *= 2;
+    i = static_cast<size_t>(index / interval_);
+  }
+  while (rows_.size() <= i) {
+    SeriesRow r;
+    r.start = static_cast<double>(rows_.size() * interval_);
+    rows_.push_back(r);
+  }
+  SeriesRow& row = rows_[i];
+  row.queried_tokens += static_cast<uint64_t>(t.prompt_tokens - last_.prompt_tokens);
+  row.hit_tokens += static_cast<uint64_t>(t.hit_tokens - last_.hit_tokens);
+  row.finished += t.requests - last_.requests;
+  last_ = t;
+  if (progress_.due()) {
+    const double hit = t.prompt_tokens ? static_cast<double>(t.hit_tokens) / static_cast<double>(t.prompt_tokens) : 0;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "replay (cache mode): %llu requests, hit rate %.2f %%",
+                  static_cast<unsigned long long>(index + 1), 100.0 * hit);
+    progress_.draw(buf);
+  }
+  return !g_interrupted.load(std::memory_order_relaxed);
+}
+
+void CacheSeriesCollector::fill(RunReport& report) const {
+  progress_.clear();
+  report.series = rows_;
 }
 
 }  // namespace prefixsim::cli

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reports/run_report.h"
+#include "sim/engine/cache_replay.h"
 #include "sim/engine/engine.h"
 #include "sim/base/progress_line.h"
 #include "sim/cost/steps_file.h"
@@ -61,7 +62,7 @@ class ReplayCollector final : public EngineObserver {
 
   uint64_t queried_blocks_ = 0, hit_blocks_ = 0;
   double usage_time_ = 0, busy_time_ = 0, usage_max_ = 0;
-  TimeNs first_arrival_ = -1, last_finish_ = 0;
+  TimeNs first_arrival_ = -1, last_arrival_ = 0, last_finish_ = 0;
   uint64_t refused_ = 0;
   std::string first_refusal_;
   StepsWriter* steps_ = nullptr;
@@ -70,6 +71,25 @@ class ReplayCollector final : public EngineObserver {
   const BlockPool* check_pool_ = nullptr;
   ProgressLine progress_;
   uint64_t finished_ = 0;
+};
+
+// Cache mode's collector: the series, one row per `interval` requests in
+// arrival order (100 to start, doubled whenever the rows would pass
+// kMaxRows, so memory stays bounded), the progress line, and Ctrl-C, seen
+// after every request.
+class CacheSeriesCollector {
+ public:
+  explicit CacheSeriesCollector(bool progress) : progress_(progress) {}
+  // The replay's hook: false stops it (the user pressed Ctrl-C).
+  bool after_request(const CacheReplayer& rep);
+  void fill(RunReport& report) const;
+
+ private:
+  static constexpr size_t kMaxRows = 1000;
+  uint64_t interval_ = 100;
+  std::vector<SeriesRow> rows_;
+  CacheReplayResult last_;  // the replayer's totals at the previous request
+  ProgressLine progress_;
 };
 
 }  // namespace prefixsim::cli

@@ -2,12 +2,16 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <string_view>
 #include <type_traits>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 #include "sim/base/json_out.h"
+#include "sim/cli/options.h"
 #include "workloads/config_node.h"
 
 namespace prefixsim::cli {
@@ -37,20 +41,162 @@ class YamlReader {
   std::string path_;
 };
 
-void apply_scheduler(const YamlReader& y, const YAML::Node& node, Scenario& s) {
-  if (!node.IsMap()) y.fail(node, "scheduler", "expected a mapping");
-  for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
-    const YAML::Node& v = kv.second;
-    if (key == "max_num_seqs") s.max_num_seqs = y.get<int64_t>(v, key, "an integer");
-    else if (key == "max_num_batched_tokens") s.max_num_batched_tokens = y.get<int64_t>(v, key, "an integer");
-    else if (key == "enable_chunked_prefill") s.enable_chunked_prefill = y.get<bool>(v, key, "true or false");
-    else if (key == "long_prefill_token_threshold") s.long_prefill_token_threshold = y.get<int64_t>(v, key, "an integer");
-    else y.fail(kv.first, "scheduler." + key, "unknown key");
-  }
+// ---- The option table ----------------------------------------------------
+
+// A setting's place in Scenario: one member pointer per value type.
+static_assert(std::is_same_v<int, int32_t>, "tp (int) and block_size (int32_t) share one alternative");
+using Field = std::variant<std::string Scenario::*, std::optional<int64_t> Scenario::*,
+                           std::optional<double> Scenario::*, uint64_t Scenario::*, int32_t Scenario::*,
+                           int64_t Scenario::*, double Scenario::*, bool Scenario::*>;
+
+// How the report's `scenario` echoes a setting.
+enum class Echo {
+  value,          // always (an unset optional as null)
+  null_if_empty,  // a string; null when empty
+  if_changed,     // only when it differs from the default (keys added after
+                  // report/1 shipped: earlier reports stay byte-identical)
+  never,          // run plumbing (output folder, debug checks), not the scenario
+};
+
+struct ScenarioOption {
+  const char* flag;  // command-line flag
+  const char* key;   // YAML key and report key; "scheduler.x" nests under scheduler
+  Field field;
+  Echo echo;
+  unsigned commands;  // ScenarioCommand mask
+  const char* help;
+  bool switch_sets = true;  // a bool's flag is a switch that sets this value
+};
+
+constexpr unsigned kBoth = kForReplay | kForCompare;
+
+const std::vector<ScenarioOption>& scenario_options() {
+  static const std::vector<ScenarioOption> table = {
+      {"trace", "trace", &Scenario::trace, Echo::null_if_empty, kBoth,
+       "trace file (JSONL, .gz/.zst, kv-cache-tester folder or tar); replay's default: the built-in workload"},
+      {"workload", "workload", &Scenario::workload, Echo::value, kForReplay,
+       "workload preset or YAML when no trace is given (default chatbot)"},
+      {"requests", "requests", &Scenario::requests, Echo::value, kBoth,
+       "workload size (default 2000), or replay only the first N trace requests"},
+      {"rate", "rate", &Scenario::rate, Echo::value, kBoth,
+       "arrival rate, requests/s: a workload's, or a trace's arrivals rescaled to this mean rate"},
+      {"time-scale", "time_scale", &Scenario::time_scale, Echo::if_changed, kBoth,
+       "multiply a trace's gaps between arrivals by F (0.5 = twice the load)"},
+      {"seed", "seed", &Scenario::seed, Echo::value, kBoth, "seed for workloads and conversation starts (default 1)"},
+      {"format", "format", &Scenario::format, Echo::value, kBoth,
+       "trace format: auto, native, mooncake, kvcache-tester"},
+      {"trace-block-size", "trace_block_size", &Scenario::trace_block_size, Echo::value, kBoth,
+       "tokens per trace hash id (default: 512 Mooncake, 64 kv-cache-tester)"},
+      {"conversation-rate", "conversation_rate", &Scenario::conversation_rate, Echo::value, kBoth,
+       "kv-cache-tester conversations started per second (default 1)"},
+      {"sort", "sort", &Scenario::sort, Echo::value, kBoth,
+       "accept a trace whose timestamps go backwards by sorting it (buffers the trace)"},
+      {"mode", "mode", &Scenario::mode, Echo::value, kForReplay,
+       "engine (default: discrete-event simulation) or cache (no time)"},
+      {"policy", "policy", &Scenario::policy, Echo::value, kForReplay,
+       "eviction policy, name[:key=value,...] (default lru = vLLM)"},
+      {"block-size", "block_size", &Scenario::block_size, Echo::value, kBoth, "KV block size in tokens (default 16)"},
+      {"model", "model", &Scenario::model, Echo::value, kBoth,
+       "model from the catalog (default llama-3.1-8b; see prefixsim catalog)"},
+      {"gpu", "gpu", &Scenario::gpu, Echo::value, kBoth, "GPU from the catalog (default h100-sxm-80gb)"},
+      {"gpu-mem-util", "gpu_mem_util", &Scenario::gpu_mem_util, Echo::value, kBoth,
+       "fraction of GPU memory vLLM may use (default 0.9)"},
+      {"tp", "tp", &Scenario::tp, Echo::value, kBoth, "tensor-parallel size (default 1)"},
+      {"kv-blocks", "kv_blocks", &Scenario::kv_blocks, Echo::value, kForReplay,
+       "KV pool size in blocks, null block included"},
+      {"kv-tokens", "kv_tokens", &Scenario::kv_tokens, Echo::value, kForReplay, "KV pool capacity in tokens"},
+      {"kv-gb", "kv_gb", &Scenario::kv_gb, Echo::value, kForReplay, "KV pool memory in GiB per GPU"},
+      {"profile", "profile", &Scenario::profile, Echo::null_if_empty, kBoth,
+       "calibrated cost-model profile replacing the roofline: a JSON file, or `builtin` for the one shipped "
+       "for this model, GPU and TP (`prefixsim catalog` lists them)"},
+      {"kv-cache-dtype", "kv_cache_dtype", &Scenario::kv_cache_dtype, Echo::if_changed, kBoth,
+       "KV cache element type: auto (the model's dtype, default) or fp8 (half the bytes per block)"},
+      {"model-file", "model_file", &Scenario::model_file, Echo::if_changed, kBoth,
+       "YAML file of extra models in the built-in catalog's schema (sim/cost/catalog/models.yaml)"},
+      {"gpu-file", "gpu_file", &Scenario::gpu_file, Echo::if_changed, kBoth,
+       "YAML file of extra GPUs in the built-in catalog's schema"},
+      {"max-num-seqs", "scheduler.max_num_seqs", &Scenario::max_num_seqs, Echo::value, kBoth,
+       "scheduler: max running requests (default 256)"},
+      {"max-num-batched-tokens", "scheduler.max_num_batched_tokens", &Scenario::max_num_batched_tokens, Echo::value,
+       kBoth, "scheduler: token budget per step (default 8192)"},
+      {"no-chunked-prefill", "scheduler.enable_chunked_prefill", &Scenario::enable_chunked_prefill, Echo::value, kBoth,
+       "scheduler: admit whole prompts only", false},
+      {"long-prefill-token-threshold", "scheduler.long_prefill_token_threshold",
+       &Scenario::long_prefill_token_threshold, Echo::value, kBoth,
+       "scheduler: cap on a prefill chunk (default 0 = off)"},
+      {"series-interval", "series_interval_s", &Scenario::series_interval_s, Echo::value, kForReplay,
+       "time-series interval in seconds (default 1; coarsened for long runs)"},
+      {"check-invariants", "check_invariants", &Scenario::check_invariants, Echo::never, kBoth,
+       "verify the block pool's invariants after every step (slow)"},
+      {"out", "out", &Scenario::out, Echo::never, kBoth, "output directory (default prefixsim-out)"},
+  };
+  return table;
+}
+
+template <typename T> struct Unwrap { using type = T; };
+template <typename T> struct Unwrap<std::optional<T>> { using type = T; };
+
+template <typename T>
+const char* expected_text() {
+  if constexpr (std::is_same_v<T, std::string>) return "a string";
+  else if constexpr (std::is_same_v<T, bool>) return "true or false";
+  else if constexpr (std::is_same_v<T, double>) return "a number";
+  else if constexpr (std::is_unsigned_v<T>) return "a non-negative integer";
+  else return "an integer";
+}
+
+void apply_yaml_value(const YamlReader& y, const ScenarioOption& o, const YAML::Node& v, Scenario& s) {
+  std::visit(
+      [&](auto member) {
+        using T = typename Unwrap<std::remove_reference_t<decltype(s.*member)>>::type;
+        s.*member = y.get<T>(v, o.key, expected_text<T>());
+      },
+      o.field);
+}
+
+// The row whose YAML key is `key` ("scheduler.max_num_seqs" for a nested one).
+const ScenarioOption* find_key(const std::string& key) {
+  for (const ScenarioOption& o : scenario_options())
+    if (key == o.key) return &o;
+  return nullptr;
+}
+
+bool is_kv_size(const ScenarioOption& o) {
+  const std::string_view k = o.key;
+  return k == "kv_blocks" || k == "kv_tokens" || k == "kv_gb";
 }
 
 }  // namespace
+
+void add_scenario_options(po::options_description& opts, ScenarioCommand command) {
+  for (const ScenarioOption& o : scenario_options()) {
+    if (!(o.commands & command)) continue;
+    std::visit(
+        [&](auto member) {
+          using T = typename Unwrap<std::remove_reference_t<decltype(Scenario{}.*member)>>::type;
+          if constexpr (std::is_same_v<T, bool>) opts.add_options()(o.flag, o.help);
+          else opts.add_options()(o.flag, po::value<T>(), o.help);
+        },
+        o.field);
+  }
+}
+
+void apply_scenario_flags(const po::variables_map& vm, ScenarioCommand command, Scenario& s) {
+  bool size_given = false;
+  for (const ScenarioOption& o : scenario_options())
+    size_given = size_given || ((o.commands & command) && is_kv_size(o) && vm.count(o.flag));
+  if (size_given) s.kv_blocks.reset(), s.kv_tokens.reset(), s.kv_gb.reset();
+  for (const ScenarioOption& o : scenario_options()) {
+    if (!(o.commands & command) || !vm.count(o.flag)) continue;
+    std::visit(
+        [&](auto member) {
+          using T = typename Unwrap<std::remove_reference_t<decltype(s.*member)>>::type;
+          if constexpr (std::is_same_v<T, bool>) s.*member = o.switch_sets;
+          else s.*member = vm[o.flag].template as<T>();
+        },
+        o.field);
+  }
+}
 
 void load_scenario_yaml(const std::string& path, Scenario& s) {
   // Read with the input bounds, parsed strictly (one document, no key twice).
@@ -60,40 +206,23 @@ void load_scenario_yaml(const std::string& path, Scenario& s) {
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     const YAML::Node& v = kv.second;
-    if (key == "trace") {
-      s.trace = y.get<std::string>(v, key, "a path");
-      if (s.trace.empty()) y.fail(v, key, "an empty path (leave the key out to replay the workload)");
+    if (key == "scheduler") {  // the one nested mapping
+      if (!v.IsMap()) y.fail(v, key, "expected a mapping");
+      for (const auto& sub : v) {
+        const std::string nested = "scheduler." + sub.first.as<std::string>();
+        const ScenarioOption* o = find_key(nested);
+        if (!o) y.fail(sub.first, nested, "unknown key");
+        apply_yaml_value(y, *o, sub.second, s);
+      }
+      continue;
     }
-    else if (key == "workload") s.workload = y.get<std::string>(v, key, "a preset name or YAML path"), s.workload_given = true;
-    else if (key == "requests") s.requests = y.get<int64_t>(v, key, "an integer");
-    else if (key == "rate") s.rate = y.get<double>(v, key, "a number");
-    else if (key == "seed") s.seed = y.get<uint64_t>(v, key, "a non-negative integer");
-    else if (key == "format") s.format = y.get<std::string>(v, key, "a format name");
-    else if (key == "trace_block_size") s.trace_block_size = y.get<int32_t>(v, key, "an integer");
-    else if (key == "conversation_rate") s.conversation_rate = y.get<double>(v, key, "a number");
-    else if (key == "sort") s.sort = y.get<bool>(v, key, "true or false");
-    else if (key == "mode") s.mode = y.get<std::string>(v, key, "engine or cache");
-    else if (key == "policy") s.policy = y.get<std::string>(v, key, "a policy spec");
-    else if (key == "block_size") s.block_size = y.get<int32_t>(v, key, "an integer");
-    else if (key == "model") s.model = y.get<std::string>(v, key, "a model name");
-    else if (key == "gpu") s.gpu = y.get<std::string>(v, key, "a GPU name");
-    else if (key == "gpu_mem_util") s.gpu_mem_util = y.get<double>(v, key, "a number");
-    else if (key == "tp") s.tp = y.get<int>(v, key, "an integer");
-    else if (key == "kv_blocks") s.kv_blocks = y.get<int64_t>(v, key, "an integer");
-    else if (key == "kv_tokens") s.kv_tokens = y.get<int64_t>(v, key, "an integer");
-    else if (key == "kv_gb") s.kv_gb = y.get<double>(v, key, "a number");
-    else if (key == "profile") s.profile = y.get<std::string>(v, key, "a path or builtin");
-    else if (key == "kv_cache_dtype") {
-      s.kv_cache_dtype = y.get<std::string>(v, key, "auto or fp8");
-      if (s.kv_cache_dtype != "auto" && s.kv_cache_dtype != "fp8") y.fail(v, key, "must be auto or fp8");
-    }
-    else if (key == "model_file") s.model_file = y.get<std::string>(v, key, "a path");
-    else if (key == "gpu_file") s.gpu_file = y.get<std::string>(v, key, "a path");
-    else if (key == "scheduler") apply_scheduler(y, v, s);
-    else if (key == "series_interval_s") s.series_interval_s = y.get<double>(v, key, "a number");
-    else if (key == "out") s.out = y.get<std::string>(v, key, "a directory");
-    else if (key == "check_invariants") s.check_invariants = y.get<bool>(v, key, "true or false");
-    else y.fail(kv.first, key, "unknown key");
+    const ScenarioOption* o = find_key(key);
+    if (!o || std::string_view(o->key).find('.') != std::string_view::npos) y.fail(kv.first, key, "unknown key");
+    apply_yaml_value(y, *o, v, s);
+    if (key == "trace" && s.trace.empty()) y.fail(v, key, "an empty path (leave the key out to replay the workload)");
+    if (key == "workload") s.workload_given = true;
+    if (key == "kv_cache_dtype" && s.kv_cache_dtype != "auto" && s.kv_cache_dtype != "fp8")
+      y.fail(v, key, "must be auto or fp8");
   }
 }
 
@@ -112,6 +241,10 @@ void validate(const Scenario& s) {
   if (s.trace_block_size < 0 || s.trace_block_size > (1 << 20)) bad("--trace-block-size", "must be in [1, 2^20]");
   if (s.requests && (*s.requests < 1 || *s.requests > (int64_t{1} << 40))) bad("--requests", "must be positive");
   if (s.rate && !(*s.rate > 0 && *s.rate < 1e9)) bad("--rate", "must be a positive number of requests per second");
+  if (s.time_scale && !(*s.time_scale > 0 && *s.time_scale <= 1e6)) bad("--time-scale", "must be in (0, 1e6]");
+  if (s.time_scale && s.rate) bad("--time-scale", "give --rate or --time-scale, not both (both set the load)");
+  if (s.time_scale && s.trace.empty())
+    bad("--time-scale", "rescales a trace's arrivals; a workload takes --rate instead");
   if (!(s.conversation_rate > 0 && s.conversation_rate < 1e9)) bad("--conversation-rate", "must be positive");
   if (!(s.gpu_mem_util > 0 && s.gpu_mem_util <= 1)) bad("--gpu-mem-util", "must be in (0, 1]");
   if (s.tp < 1 || s.tp > 64) bad("--tp", "must be in [1, 64]");
@@ -127,36 +260,28 @@ void validate(const Scenario& s) {
 }
 
 nlohmann::json to_json(const Scenario& s) {
+  static const Scenario defaults;
   nlohmann::json j;
-  j["trace"] = s.trace.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.trace);
-  j["workload"] = s.trace.empty() ? nlohmann::json(s.workload) : nlohmann::json(nullptr);
-  j["requests"] = s.requests ? nlohmann::json(*s.requests) : nlohmann::json(nullptr);
-  j["rate"] = s.rate ? nlohmann::json(*s.rate) : nlohmann::json(nullptr);
-  j["seed"] = s.seed;
-  j["format"] = s.format;
-  j["trace_block_size"] = s.trace_block_size;
-  j["conversation_rate"] = s.conversation_rate;
-  j["sort"] = s.sort;
-  j["mode"] = s.mode;
-  j["policy"] = s.policy;
-  j["block_size"] = s.block_size;
-  j["model"] = s.model;
-  j["gpu"] = s.gpu;
-  j["gpu_mem_util"] = s.gpu_mem_util;
-  j["tp"] = s.tp;
-  j["kv_blocks"] = s.kv_blocks ? nlohmann::json(*s.kv_blocks) : nlohmann::json(nullptr);
-  j["kv_tokens"] = s.kv_tokens ? nlohmann::json(*s.kv_tokens) : nlohmann::json(nullptr);
-  j["kv_gb"] = s.kv_gb ? nlohmann::json(*s.kv_gb) : nlohmann::json(nullptr);
-  j["profile"] = s.profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.profile);
-  j["scheduler"] = {{"max_num_seqs", s.max_num_seqs},
-                    {"max_num_batched_tokens", s.max_num_batched_tokens},
-                    {"enable_chunked_prefill", s.enable_chunked_prefill},
-                    {"long_prefill_token_threshold", s.long_prefill_token_threshold}};
-  j["series_interval_s"] = s.series_interval_s;
-  // Added keys, present only when set, so earlier reports stay byte-identical.
-  if (s.kv_cache_dtype != "auto") j["kv_cache_dtype"] = s.kv_cache_dtype;
-  if (!s.model_file.empty()) j["model_file"] = s.model_file;
-  if (!s.gpu_file.empty()) j["gpu_file"] = s.gpu_file;
+  for (const ScenarioOption& o : scenario_options()) {
+    if (o.echo == Echo::never) continue;
+    std::visit(
+        [&](auto member) {
+          const auto& v = s.*member;
+          nlohmann::json x;
+          if constexpr (requires { v.has_value(); }) x = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+          else x = v;
+          if (o.echo == Echo::if_changed && v == defaults.*member) return;
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(v)>, std::string>)
+            if (o.echo == Echo::null_if_empty && v.empty()) x = nullptr;
+          const std::string_view key = o.key;
+          const size_t dot = key.find('.');
+          if (dot == std::string_view::npos) j[std::string(key)] = std::move(x);
+          else j[std::string(key.substr(0, dot))][std::string(key.substr(dot + 1))] = std::move(x);
+        },
+        o.field);
+  }
+  // A trace brings its own requests: the workload setting is not in play.
+  if (!s.trace.empty()) j["workload"] = nullptr;
   return j;
 }
 

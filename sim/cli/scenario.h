@@ -1,8 +1,15 @@
 // The resolved configuration of a replay: defaults, then a scenario YAML
 // (--config), then command-line flags, in that order of precedence. The
 // whole resolved scenario goes into report.json so a run can be repeated.
+//
+// One option table (scenario.cpp) declares every setting once: its flag,
+// its YAML key (which is also its key in report.json's `scenario`), its
+// help and where it applies. `replay` and `compare` take their flags from
+// it, scenario files are read through it, and the report echoes it, so the
+// commands cannot drift apart on what a setting means.
 #pragma once
 
+#include <boost/program_options.hpp>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,7 +23,8 @@ struct Scenario {
   std::string workload = "chatbot";
   bool workload_given = false;          // set by a scenario file's workload key
   std::optional<int64_t> requests;      // workload size, or the first N requests of a trace
-  std::optional<double> rate;           // workload arrival rate (req/s)
+  std::optional<double> rate;           // arrival rate (req/s): a workload's, or a trace rescaled to it
+  std::optional<double> time_scale;     // a trace's gaps between arrivals multiplied by this
   uint64_t seed = 1;
   std::string format = "auto";
   int32_t trace_block_size = 0;         // 0: the format's default
@@ -49,6 +57,15 @@ struct Scenario {
   std::string out = "prefixsim-out";
   bool check_invariants = false;
 };
+
+// Where a setting applies (a bit mask over the commands that share the table).
+enum ScenarioCommand : unsigned { kForReplay = 1, kForCompare = 2 };
+
+// Adds the table's flags for `command` to `opts`.
+void add_scenario_options(boost::program_options::options_description& opts, ScenarioCommand command);
+// Sets what the flags of `command` give, on top of `s`. A pool size flag
+// replaces whatever size a scenario file gave.
+void apply_scenario_flags(const boost::program_options::variables_map& vm, ScenarioCommand command, Scenario& s);
 
 // Applies a scenario YAML file on top of `s`; unknown keys and bad values are
 // InputError "FILE:LINE: key: message".

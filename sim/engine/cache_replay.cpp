@@ -243,7 +243,8 @@ CacheReplayResult run_cache_replay(std::span<const Request> requests, int32_t bl
 }
 
 CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64_t num_blocks,
-                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants) {
+                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants,
+                                   const CacheReplayHook& after_each) {
   CacheReplayer rep(block_size, num_blocks, std::move(policy), check_invariants);
   BlockHashChain chain;
   std::vector<int32_t> scratch;
@@ -252,6 +253,7 @@ CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64
     r.take_prompt_chain(chain, block_size);  // moved, not copied: r is ours
     hash_output(r, chain, scratch);
     rep.step(chain.hashes(), r.prompt_len, r.prompt_len + r.output_len);
+    if (after_each && !after_each(rep)) break;
   }
   return rep.result();
 }

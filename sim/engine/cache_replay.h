@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -86,6 +87,8 @@ class CacheReplayer {
   void step_keys(std::span<const uint32_t> keys, std::span<const BlockHash> key_hashes, int64_t prompt_len,
                  int64_t total_len);
   CacheReplayResult result() const;
+  // The running totals (result() without its derived ratios), free to read after every request.
+  const CacheReplayResult& totals() const { return r_; }
   const BlockPool& pool() const { return pool_; }
 
  private:
@@ -104,8 +107,12 @@ CacheReplayResult run_cache_replay(const PreparedTrace& trace, int64_t num_block
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false);
 CacheReplayResult run_cache_replay(std::span<const Request> requests, int32_t block_size, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false);
-// Streams: memory does not grow with the trace.
+// Streams: memory does not grow with the trace. `after_each`, when given,
+// sees the replayer after every request (series, progress) and stops the
+// replay by returning false (Ctrl-C); the result then covers what ran.
+using CacheReplayHook = std::function<bool(const CacheReplayer&)>;
 CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64_t num_blocks,
-                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false);
+                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false,
+                                   const CacheReplayHook& after_each = {});
 
 }  // namespace prefixsim

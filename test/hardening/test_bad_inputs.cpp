@@ -417,7 +417,17 @@ std::vector<BadCase> bad_cases() {
       {"replay scenario with an empty trace", {{"s.yaml", "trace: \"\"\n"}}, {"replay", "--config", "@/s.yaml"},
        "s.yaml:1: trace: an empty path"},
       {"replay --workload with a trace", {}, {"replay", T, "--workload", "chatbot"}, "--workload: give a trace or a workload"},
-      {"replay --rate with a trace", {}, {"replay", T, "--rate", "5"}, "--rate: not supported with a trace"},
+      {"replay --rate with a trace read from stdin", {}, {"replay", "-", "--rate", "5"},
+       "--rate: a trace read from stdin cannot be measured first"},
+      {"replay --rate and --time-scale together", {}, {"replay", T, "--rate", "5", "--time-scale", "2"},
+       "--time-scale: give --rate or --time-scale, not both"},
+      {"replay --time-scale with a workload", {}, {"replay", "--time-scale", "2"}, "--time-scale: rescales a trace's"},
+      {"replay --time-scale zero", {}, {"replay", T, "--time-scale", "0"}, "--time-scale: must be in (0, 1e6]"},
+      {"replay --rate on a trace whose requests arrive at one instant", {{"one.jsonl",
+        "{\"id\":\"a\",\"t\":1,\"tokens\":[1,2],\"output_len\":1}\n{\"id\":\"b\",\"t\":1,\"tokens\":[1,2],\"output_len\":1}\n"}},
+       {"replay", "@/one.jsonl", "--rate", "5"}, "--rate: the trace's requests all arrive at one instant"},
+      {"compare --tp out of range", {}, {"compare", T, "--policies", "lru", "--kv-blocks", "100", "--tp", "0"},
+       "--tp: must be in [1, 64]"},
       {"replay a policy parameter given twice", {}, {"replay", T, "--policy", "s3fifo:small=0.1,small=0.2"},
        "--policy s3fifo: parameter 'small' given twice"},
       {"compare --kv-blocks with a trailing comma", {}, {"compare", T, "--policies", "lru", "--kv-blocks", "50,"},
@@ -825,7 +835,7 @@ TEST_CASE("a kv-cache-tester folder and a tar of it in another order replay iden
     auto j = nlohmann::json::parse(prefixsim::test::read_file(dir + "/" + out + "/report.json"));
     return nlohmann::json{{"prefix_cache", j["prefix_cache"]},
                           {"latency_ms", j["latency_ms"]},
-                          {"fingerprint", j["scenario"]["event_fingerprint"]}};
+                          {"fingerprint", j["run"]["event_fingerprint"]}};
   };
   CHECK(run(dir + "/kv", "folder") == run(dir + "/kv.tar", "tar"));
   fs::remove_all(dir);

@@ -1,0 +1,115 @@
+#include "sim/cli/scenario_run.h"
+
+#include "sim/base/error.h"
+#include "sim/cost/shipped_profiles.h"
+#include "sim/engine/source_filters.h"
+#include "traces/trace_reader.h"
+#include "workloads/workload.h"
+
+namespace prefixsim::cli {
+namespace {
+
+constexpr int64_t kDefaultWorkloadRequests = 2000;
+
+std::unique_ptr<RequestSource> open_raw_input(const Scenario& s) {
+  if (s.trace.empty()) {
+    WorkloadOverrides o;
+    o.requests = s.requests.value_or(kDefaultWorkloadRequests);
+    o.rate = s.rate;
+    o.seed = s.seed;
+    return make_workload(s.workload, o);
+  }
+  TraceOptions t;
+  t.format = s.format;
+  t.trace_block_size = s.trace_block_size;
+  t.conversation_rate = s.conversation_rate;
+  t.seed = s.seed;
+  t.sort = s.sort;
+  std::unique_ptr<RequestSource> src = open_trace(s.trace, t);
+  if (s.requests) src = std::make_unique<LimitedSource>(std::move(src), *s.requests);
+  return src;
+}
+
+// A trace's own mean arrival rate over the requests replayed: (n - 1)
+// arrivals over the span from the first to the last.
+double measure_trace_rate(const Scenario& s) {
+  if (s.trace == "-")
+    throw InputError("--rate: a trace read from stdin cannot be measured first; give --time-scale instead");
+  auto src = open_raw_input(s);
+  Request r;
+  int64_t n = 0;
+  TimeNs first = 0, last = 0;
+  while (src->next(r)) {
+    if (n++ == 0) first = r.arrival;
+    last = r.arrival;
+  }
+  if (n < 2 || last <= first)
+    throw InputError("--rate: the trace's requests all arrive at one instant, so it has no rate to rescale; "
+                     "give --time-scale instead");
+  return static_cast<double>(n - 1) / (static_cast<double>(last - first) / 1e9);
+}
+
+}  // namespace
+
+ResolvedScenario resolve_scenario(const Scenario& s) {
+  if (!s.model_file.empty()) add_user_models(s.model_file);
+  if (!s.gpu_file.empty()) add_user_gpus(s.gpu_file);
+  ResolvedScenario r;
+  r.model = &find_model(s.model);
+  r.gpu = &find_gpu(s.gpu);
+  if (!s.profile.empty()) r.profile = resolve_profile(s.profile, r.model->name, r.gpu->name, s.tp);
+  if (s.time_scale) r.time_scale = *s.time_scale;
+  if (!s.trace.empty() && s.rate) {
+    r.trace_rate = measure_trace_rate(s);
+    r.time_scale = r.trace_rate / *s.rate;
+  }
+  return r;
+}
+
+KvSizingInput kv_sizing_input(const Scenario& s, const ResolvedScenario& r) {
+  KvSizingInput kin;
+  kin.model = r.model;
+  kin.gpu = r.gpu;
+  kin.tp = s.tp;
+  kin.block_size = s.block_size;
+  kin.gpu_mem_util = s.gpu_mem_util;
+  kin.max_num_batched_tokens = s.max_num_batched_tokens;
+  kin.max_num_seqs = s.max_num_seqs;
+  kin.kv_blocks = s.kv_blocks;
+  kin.kv_tokens = s.kv_tokens;
+  kin.kv_gb = s.kv_gb;
+  kin.kv_dtype_bytes = kv_dtype_bytes(s);
+  return kin;
+}
+
+SchedulerConfig scheduler_config(const Scenario& s) {
+  SchedulerConfig sc;
+  sc.max_num_seqs = s.max_num_seqs;
+  sc.max_num_batched_tokens = s.max_num_batched_tokens;
+  sc.enable_chunked_prefill = s.enable_chunked_prefill;
+  sc.long_prefill_token_threshold = s.long_prefill_token_threshold;
+  return sc;
+}
+
+std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const ResolvedScenario& r) {
+  std::unique_ptr<RequestSource> src = open_raw_input(s);
+  if (!s.trace.empty() && r.time_scale != 1.0) src = std::make_unique<RescaledSource>(std::move(src), r.time_scale);
+  return src;
+}
+
+namespace {
+CostModelOptions cost_options(const Scenario& s) {
+  CostModelOptions o;
+  o.kv_dtype_bytes = kv_dtype_bytes(s);
+  return o;
+}
+}  // namespace
+
+Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks,
+                 std::unique_ptr<EvictionPolicy> policy)
+    : pool(static_cast<int32_t>(num_blocks), true, std::move(policy)),
+      kv(s.block_size, pool),
+      exec(*r.model, *r.gpu, s.tp, r.profile, cost_options(s)),
+      engine(scheduler_config(s), kv, exec) {}
+
+}  // namespace prefixsim::cli

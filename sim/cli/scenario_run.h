@@ -1,0 +1,52 @@
+// The one core under replay and compare: a Scenario resolved once (catalog
+// entries, profile, scheduler settings, the input with its slice and load),
+// and one replica built from it. `replay` runs one; `compare --mode engine`
+// runs one per (policy, size) pair, so a pair equals the replay with the same
+// flags by construction (test_scenario_core checks it).
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "sim/cli/scenario.h"
+#include "sim/cost/catalog.h"
+#include "sim/cost/cost_model.h"
+#include "sim/cost/kv_sizing.h"
+#include "sim/cost/profile.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/request_source.h"
+#include "sim/kv/block_pool.h"
+#include "sim/kv/kv_cache_manager.h"
+
+namespace prefixsim::cli {
+
+struct ResolvedScenario {
+  const ModelSpec* model = nullptr;
+  const GpuSpec* gpu = nullptr;
+  std::optional<Profile> profile;  // --profile, else the roofline
+  // The factor every gap between a trace's arrivals is multiplied by
+  // (--time-scale, or what --rate asks of the trace's own rate); 1 otherwise.
+  double time_scale = 1.0;
+  double trace_rate = 0;  // the trace's own mean arrival rate, when --rate measured it (req/s)
+};
+
+// User catalogs, model, GPU, profile and load; every refusal (exit 2) before
+// the run starts. --rate with a trace reads the trace once to measure its rate.
+ResolvedScenario resolve_scenario(const Scenario& s);
+// The pool-sizing input of `s`, its size settings included.
+KvSizingInput kv_sizing_input(const Scenario& s, const ResolvedScenario& r);
+SchedulerConfig scheduler_config(const Scenario& s);
+// The workload or the trace, sliced by --requests and rescaled to the load.
+std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const ResolvedScenario& r);
+
+// One vLLM replica as the scenario describes it: its pool of `num_blocks`
+// under `policy`, the block manager, the cost model and the scheduler.
+struct Replica {
+  Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, std::unique_ptr<EvictionPolicy> policy);
+  BlockPool pool;
+  KvCacheManager kv;
+  ModeledExecutor exec;
+  Engine engine;
+};
+
+}  // namespace prefixsim::cli

@@ -1,0 +1,52 @@
+// Request-source adapters a scenario puts in front of a trace: the first N
+// requests of it, and its arrivals rescaled to another load. Both stream:
+// neither holds more than the request in hand.
+#pragma once
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "sim/base/error.h"
+#include "sim/engine/request_source.h"
+
+namespace prefixsim {
+
+// The first `limit` requests of a source (a slice of a long trace).
+class LimitedSource final : public RequestSource {
+ public:
+  LimitedSource(std::unique_ptr<RequestSource> inner, int64_t limit) : inner_(std::move(inner)), left_(limit) {}
+  bool next(Request& out) override { return left_-- > 0 && inner_->next(out); }
+  std::string format() const override { return inner_->format(); }
+  std::string origin() const override { return inner_->origin(); }
+
+ private:
+  std::unique_ptr<RequestSource> inner_;
+  int64_t left_;
+};
+
+// Every gap between arrivals multiplied by `factor`, from the first arrival
+// on: 0.5 offers the same requests at twice the rate. Order is kept, and a
+// rescaled time past the int64 nanosecond range is an error, not a wrap.
+class RescaledSource final : public RequestSource {
+ public:
+  RescaledSource(std::unique_ptr<RequestSource> inner, double factor) : inner_(std::move(inner)), factor_(factor) {}
+  bool next(Request& out) override {
+    if (!inner_->next(out)) return false;
+    if (!started_) first_ = out.arrival, started_ = true;
+    const double t = static_cast<double>(first_) + static_cast<double>(out.arrival - first_) * factor_;
+    if (!(t < 9.2e18)) throw InputError("--time-scale: request " + out.id + " would arrive past 292 years");
+    out.arrival = static_cast<TimeNs>(std::llround(t));
+    return true;
+  }
+  std::string format() const override { return inner_->format(); }
+  std::string origin() const override { return inner_->origin(); }
+
+ private:
+  std::unique_ptr<RequestSource> inner_;
+  double factor_;
+  bool started_ = false;
+  TimeNs first_ = 0;
+};
+
+}  // namespace prefixsim
