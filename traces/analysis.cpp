@@ -19,7 +19,7 @@
 
 #include "sim/kv/block_pool.h"
 #include "sim/base/error.h"
-#include "sim/kv/kv_cache_manager.h"
+#include "sim/engine/cache_replay.h"
 
 namespace prefixsim {
 
@@ -112,42 +112,40 @@ int bucket_of(int64_t d) {
   return k;  // 0 -> 0, 1 -> 1, 2..3 -> 2, 4..7 -> 3, ...
 }
 
-// One request at a time through a real KvCacheManager (the exact vLLM check).
+// One request at a time through cache mode's replayer (sim/engine/cache_replay.h):
+// the same request-alone replay as `replay --mode cache` and `compare`, so the
+// LRU check and those commands cannot drift apart.
 class LruReplay {
  public:
   LruReplay(int32_t block_size, int64_t num_blocks, std::unique_ptr<EvictionPolicy> policy)
-      : pool_(static_cast<int32_t>(num_blocks), true, std::move(policy)), kv_(block_size, pool_) {
+      : block_size_(block_size), rep_(block_size, num_blocks, std::move(policy)) {
     r_.num_blocks = num_blocks;
   }
   void add(const Request& req) {
-    chain_.reset(kv_.block_size(), &req.extras);
+    chain_.reset(block_size_, &req.extras);
     req.append_prompt_to(chain_);
     const int64_t total = req.kv_len();  // the computed tokens: prompt and outputs but the last
     outputs_.resize(static_cast<size_t>(total - req.prompt_len));
     const uint64_t out_key = req.output_key();
     for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = req.output_token(out_key, static_cast<int64_t>(k));
     chain_.append_tokens(outputs_);
-    const LookupResult hit = kv_.lookup(chain_, req.prompt_len, false);
-    if (!kv_.allocate(seq_, chain_, total, 0, total - hit.hit_tokens, hit.blocks, hit.hit_tokens, true)) {
-      ++r_.refused;  // needs more blocks than the whole pool
-      return;
-    }
-    ++r_.requests;
-    r_.prompt_tokens += req.prompt_len;
-    r_.hit_tokens += hit.hit_tokens;
-    kv_.free(seq_);
+    rep_.step(chain_.hashes(), req.prompt_len, req.prompt_len + req.output_len);
   }
   LruCheck result() const {
+    const CacheReplayResult& t = rep_.totals();
     LruCheck r = r_;
+    r.requests = t.requests;
+    r.refused = t.refused_requests;  // need more blocks than the whole pool
+    r.prompt_tokens = t.prompt_tokens;
+    r.hit_tokens = t.hit_tokens;
     r.hit_rate = r.prompt_tokens ? static_cast<double>(r.hit_tokens) / static_cast<double>(r.prompt_tokens) : 0;
     return r;
   }
 
  private:
-  BlockPool pool_;
-  KvCacheManager kv_;
+  int32_t block_size_;
+  CacheReplayer rep_;
   BlockHashChain chain_;
-  KvSeq seq_;
   std::vector<int32_t> outputs_;
   LruCheck r_;
 };
