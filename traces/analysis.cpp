@@ -242,6 +242,7 @@ void PrefixAnalyzer::Impl::add(const Request& r) {
   a.prompt_tokens += r.prompt_len;
   a.output_tokens += r.output_len;
   a.prompt_blocks += static_cast<uint64_t>((r.prompt_len + B - 1) / B);
+  a.largest_request_blocks = std::max(a.largest_request_blocks, (r.kv_len() + B - 1) / B);
   if (lru) lru->add(r);
 
   // The blocks the request computes, as the ideal hit rate and cache mode
@@ -422,7 +423,15 @@ TraceAnalysis PrefixAnalyzer::Impl::finish() {
     if (a.prompt_tokens > 0) {
       auto it = std::lower_bound(cum.begin(), cum.end(), need_tokens,
                                  [](int64_t h, double x) { return static_cast<double>(h) < x; });
-      if (it != cum.end()) p.cache_blocks = static_cast<int64_t>(it - cum.begin());
+      if (it != cum.end()) {
+        p.cache_blocks = static_cast<int64_t>(it - cum.begin());
+        // A pool holds a running request's blocks all at once (vLLM refuses
+        // a larger request): no budget is below the largest one.
+        if (*p.cache_blocks < a.largest_request_blocks) {
+          p.cache_blocks = a.largest_request_blocks;
+          p.raised_to_largest_request = true;
+        }
+      }
     }
     return p;
   };

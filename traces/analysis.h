@@ -74,6 +74,10 @@ struct CurvePoint {
 struct BudgetPoint {
   double target = 0;
   std::optional<int64_t> cache_blocks;  // nullopt: above the ideal hit rate
+  // The LRU curve asked for fewer blocks than the largest request needs at
+  // once; a real pool cannot run it, so cache_blocks is that request's size
+  // (and the hit rate there is above the target).
+  bool raised_to_largest_request = false;
 };
 
 struct LruCheck {
@@ -98,6 +102,7 @@ struct TraceAnalysis {
   double ideal_hit_rate = 0;        // ideal_hit_tokens / prompt_tokens
   double ideal_block_hit_rate = 0;  // ideal_hit_blocks / prompt_blocks
   double span_s = 0;                // last arrival - first arrival
+  int64_t largest_request_blocks = 0;  // ceil(kv_len / B) of the largest request: the smallest pool that runs it
 
   uint64_t cold_accesses = 0;                 // first access of a block
   std::vector<uint64_t> reuse_distance_log2;  // [0]: d = 0; [k]: 2^(k-1) <= d < 2^k

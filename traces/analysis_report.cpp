@@ -97,14 +97,17 @@ std::string analysis_json(const TraceAnalysis& a, const std::string& trace_path,
       e["cache_blocks"] = nullptr;
       e["cache_tokens"] = nullptr;
     }
+    e["raised_to_largest_request"] = b.raised_to_largest_request;
     budget.push_back(e);
   }
+  j["largest_request_blocks"] = a.largest_request_blocks;
   j["kv_budget"] = budget;
   ojson of_ideal = ojson::array();
   for (const BudgetPoint& b : a.kv_budget_of_ideal) {
     ojson e = {{"fraction_of_ideal", b.target}, {"hit_rate", b.target * a.ideal_hit_rate}};
     e["cache_blocks"] = b.cache_blocks ? ojson(*b.cache_blocks) : ojson(nullptr);
     e["cache_tokens"] = b.cache_blocks ? ojson(*b.cache_blocks * a.block_size) : ojson(nullptr);
+    e["raised_to_largest_request"] = b.raised_to_largest_request;
     of_ideal.push_back(e);
   }
   j["kv_budget_of_ideal"] = of_ideal;
@@ -153,16 +156,21 @@ std::string analysis_markdown(const TraceAnalysis& a, const std::string& trace_p
        "| ---: | ---: | ---: |\n";
   for (const BudgetPoint& b : a.kv_budget) {
     o << "| " << pct(b.target) << " | ";
-    if (b.cache_blocks) o << *b.cache_blocks << " | " << *b.cache_blocks * B << " |\n";
+    if (b.cache_blocks)
+      o << *b.cache_blocks << (b.raised_to_largest_request ? "*" : "") << " | " << *b.cache_blocks * B << " |\n";
     else o << "unreachable | above the ideal " << pct(a.ideal_hit_rate) << " |\n";
   }
   o << "\nThe same, for fractions of the ideal hit rate (always reachable):\n\n"
        "| fraction of ideal | hit rate | cache blocks | cache tokens |\n| ---: | ---: | ---: | ---: |\n";
   for (const BudgetPoint& b : a.kv_budget_of_ideal) {
     o << "| " << pct(b.target) << " | " << pct(b.target * a.ideal_hit_rate) << " | ";
-    if (b.cache_blocks) o << *b.cache_blocks << " | " << *b.cache_blocks * B << " |\n";
+    if (b.cache_blocks)
+      o << *b.cache_blocks << (b.raised_to_largest_request ? "*" : "") << " | " << *b.cache_blocks * B << " |\n";
     else o << "- | - |\n";
   }
+  o << "\nA pool holds a running request's blocks all at once, so no budget is below the largest request ("
+    << a.largest_request_blocks << " blocks); a budget raised to it is marked *, and its hit rate is above the "
+       "target.\n";
   o << "\nApproximation: " << kLruCurveApproximation << "\n";
   o << "\n| cache blocks | cache tokens | LRU hit rate |\n| ---: | ---: | ---: |\n";
   for (const CurvePoint& p : a.lru_curve)

@@ -86,3 +86,31 @@ TEST_CASE("no policy beats the ideal hit rate at any capacity", "[ideal][propert
     }
   }
 }
+
+// analyze's KV budget comes from LRU stack distances; a cache-mode replay
+// through vLLM's LRU at that budget must land on the target (within the
+// blocks of the request in flight), and where the budget was raised to the
+// largest request (a smaller pool refuses it) at or above the target.
+TEST_CASE("a cache-mode replay at analyze's KV budget for a target hit rate reaches about that target",
+          "[ideal][property]") {
+  for (const std::string& preset : workloads::preset_names()) {
+    const int32_t B = 16;
+    const std::vector<Request> reqs = preset_requests(preset, 800, 11);
+    VectorSource src(reqs);
+    AnalysisOptions opts;
+    opts.block_size = B;
+    const TraceAnalysis a = analyze_trace(src, opts);
+    const PreparedTrace t = prepare_trace(std::span<const Request>(reqs), B);
+    for (const auto* budget : {&a.kv_budget, &a.kv_budget_of_ideal}) {
+      for (const BudgetPoint& p : *budget) {
+        if (!p.cache_blocks) continue;  // unreachable target
+        INFO(preset << ": target " << p.target << " at " << *p.cache_blocks << " blocks");
+        const CacheReplayResult r = run_cache_replay(t, *p.cache_blocks + 1, make_policy("lru"), false);  // + null block
+        const double target = budget == &a.kv_budget ? p.target : p.target * a.ideal_hit_rate;
+        CHECK(r.refused_requests == 0);
+        if (p.raised_to_largest_request) CHECK(r.hit_rate >= target - 0.02);
+        else CHECK(r.hit_rate == Approx(target).margin(0.02));
+      }
+    }
+  }
+}

@@ -128,9 +128,15 @@ TEST_CASE("the LRU curve needs the stack distance of a prefix's deepest block", 
   CHECK(rate(2) == Approx(12.0 / 51));
   CHECK(rate(4) == Approx(20.0 / 51));
   REQUIRE(a.kv_budget.size() == 3);
-  CHECK(a.kv_budget[0].cache_blocks == 1);  // 10 % of 51 = 5.1 tokens <= 8
-  CHECK(a.kv_budget[1].cache_blocks == 2);  // 10.2 <= 12
-  CHECK(!a.kv_budget[2].cache_blocks);      // 50 % is above the ideal 39 %
+  // The curve asks for 1 block (10 % of 51 = 5.1 tokens <= 8) and 2 (10.2 <=
+  // 12), but r1 computes 13 tokens, 4 blocks at once: a pool of fewer blocks
+  // refuses it, so both budgets are raised to 4.
+  CHECK(a.largest_request_blocks == 4);
+  CHECK(a.kv_budget[0].cache_blocks == 4);
+  CHECK(a.kv_budget[0].raised_to_largest_request);
+  CHECK(a.kv_budget[1].cache_blocks == 4);
+  CHECK(a.kv_budget[1].raised_to_largest_request);
+  CHECK(!a.kv_budget[2].cache_blocks);  // 50 % is above the ideal 39 %
 }
 
 TEST_CASE("the LRU curve is non-decreasing and reaches the ideal hit rate with room for every block",
