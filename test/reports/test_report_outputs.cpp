@@ -187,3 +187,29 @@ TEST_CASE("report.html is self-contained and keeps user data from closing its sc
   CHECK(c.find("<td class=\"best\">35.00 %") != std::string::npos);
   CHECK(c.find("<td>30.00 %") != std::string::npos);
 }
+
+TEST_CASE("durations print in ms, s, min or h, whichever keeps them readable", "[reports][text]") {
+  CHECK(duration_text(7.655) == "7.66 ms");
+  CHECK(duration_text(9999.0) == "9999.00 ms");
+  CHECK(duration_text(10'000.0) == "10.0 s");
+  CHECK(duration_text(602'607.0) == "10.0 min");
+  CHECK(duration_text(946'980.0) == "15.8 min");
+  CHECK(duration_text(3 * 3600e3) == "3.0 h");
+  CHECK(duration_text(NAN) == "n/a");
+}
+
+TEST_CASE("the saturation line appears only when the drain ratio says the server fell behind", "[reports][load]") {
+  LoadReport l;
+  l.requests = 1000;
+  l.arrival_span_s = 100;
+  l.derive(101.5);  // finished 1.5 s after the last arrival: kept up
+  CHECK(!l.saturated);
+  CHECK(l.saturation_line().empty());
+  CHECK(l.offered_requests_per_s == Approx(9.99));
+  l.derive(290);  // 2.9 x the arrivals' span
+  CHECK(l.saturated);
+  CHECK(l.replicas_needed == 3);
+  CHECK(l.served_requests_per_s == Approx(1000 / 290.0));
+  CHECK(l.saturation_line().rfind("saturated: arrivals exceed service by 2.9 x", 0) == 0);
+  CHECK(l.saturation_line().find("about 3 replicas would be needed") != std::string::npos);
+}
