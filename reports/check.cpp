@@ -177,6 +177,63 @@ void check_values(const CheckSide& s, const std::string& file, const char* where
 
 }  // namespace
 
+namespace {
+
+// The value at a dotted key path of a report, or null.
+nlohmann::ordered_json at_path(const json& doc, const std::string& path) {
+  const json* cur = &doc;
+  size_t from = 0;
+  while (true) {
+    const size_t dot = path.find('.', from);
+    const std::string key = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+    if (!cur->is_object() || !cur->contains(key)) return nullptr;
+    cur = &(*cur)[key];
+    if (dot == std::string::npos) return nlohmann::ordered_json::parse(cur->dump());
+    from = dot + 1;
+  }
+}
+
+void setup_of_report(const json& doc, CheckSide& s) {
+  s.setup = nlohmann::ordered_json::object();
+  s.setup["mode"] = s.mode;
+  s.setup["model"] = at_path(doc, "scenario.model");
+  s.setup["gpu"] = at_path(doc, "scenario.gpu");
+  s.setup["tp"] = at_path(doc, "scenario.tp");
+  s.setup["block_size"] = at_path(doc, "kv_cache.block_size");
+  s.setup["kv_blocks"] = at_path(doc, "kv_cache.num_blocks");
+  nlohmann::ordered_json policy = at_path(doc, "scenario.policy_resolved");
+  s.setup["policy"] = policy.is_null() ? at_path(doc, "scenario.policy") : policy;
+  s.setup["trace_format"] = at_path(doc, "trace.format");
+  s.traffic = nlohmann::ordered_json::object();
+  for (const char* k : {"checksum", "requests", "prompt_tokens", "output_tokens"})
+    s.traffic[k] = at_path(doc, std::string("trace.") + k);
+}
+
+}  // namespace
+
+std::string setup_mismatch(const CheckSide& baseline, const CheckSide& now) {
+  if (baseline.setup.is_null() || now.setup.is_null()) return "";
+  for (auto it = baseline.setup.begin(); it != baseline.setup.end(); ++it) {
+    const nlohmann::ordered_json other = now.setup.contains(it.key()) ? now.setup[it.key()] : nullptr;
+    if (*it != other)
+      return "field '" + it.key() + "' is " + it->dump() + " in the baseline, " + other.dump() + " in the report";
+  }
+  return "";
+}
+
+std::string traffic_change(const CheckSide& baseline, const CheckSide& now) {
+  if (baseline.traffic.is_null() || now.traffic.is_null()) return "";
+  std::string out = "the trace differs from the baseline's (";
+  bool first = true;
+  for (auto it = baseline.traffic.begin(); it != baseline.traffic.end(); ++it) {
+    const nlohmann::ordered_json other = now.traffic.contains(it.key()) ? now.traffic[it.key()] : nullptr;
+    if (*it == other) continue;
+    out += (first ? "" : ", ") + it.key() + " " + it->dump() + " -> " + other.dump();
+    first = false;
+  }
+  return first ? "" : out + ")";
+}
+
 CheckSide load_check_side(const json& doc, const std::string& file, bool allow_baseline) {
   CheckSide s;
   s.file = file;
@@ -195,6 +252,7 @@ CheckSide load_check_side(const json& doc, const std::string& file, bool allow_b
     else
       s.mode = s.values["ttft_p99"] ? "engine" : "cache";
     check_values(s, file, "");
+    setup_of_report(doc, s);
     return s;
   }
   s.mode = doc.contains("mode") && doc["mode"].is_string() ? doc["mode"].get<std::string>() : "engine";
@@ -222,6 +280,11 @@ CheckSide load_check_side(const json& doc, const std::string& file, bool allow_b
     s.tolerances = parse_tolerances(spec, file + ": field 'tolerances'");
   }
   check_values(s, file, "metrics");
+  for (const char* section : {"scenario", "trace"}) {
+    if (!doc.contains(section)) continue;
+    if (!doc[section].is_object()) throw InputError(file + ": field '" + section + "' is not an object");
+    (std::string(section) == "scenario" ? s.setup : s.traffic) = nlohmann::ordered_json::parse(doc[section].dump());
+  }
   return s;
 }
 
@@ -377,6 +440,8 @@ std::string render_baseline(const CheckSide& now, const std::map<std::string, To
     metrics[m.name] = it->second ? nlohmann::ordered_json(*it->second) : nlohmann::ordered_json(nullptr);
   }
   b["metrics"] = metrics;
+  b["scenario"] = now.setup;
+  b["trace"] = now.traffic;
   if (!tolerances.empty()) {
     nlohmann::ordered_json t = nlohmann::ordered_json::object();
     for (const CheckMetricDef& m : check_metrics())

@@ -9,7 +9,15 @@
 //    "source": "out/report.json",           // the report it was taken from
 //    "mode": "engine",                      // or "cache"
 //    "metrics": {"hit_rate": 0.61, "ttft_p99": 812.5, ...},   // null: not measured in that mode
-//    "tolerances": {"hit_rate": "0.005", "ttft_p99": "5%"}}  // optional, the team's own
+//    "tolerances": {"hit_rate": "0.005", "ttft_p99": "5%"},  // optional, the team's own
+//    "scenario": {"mode", "model", "gpu", "tp", "block_size", "kv_blocks", "policy", "trace_format"},
+//    "trace": {"checksum", "requests", "prompt_tokens", "output_tokens"}}
+// The scenario is the serving setup the baseline was measured on: a report
+// of another setup (an s3fifo run against an lru baseline, cache mode
+// against engine, another pool size) is refused, exit 2, unless
+// --allow-scenario-change. The trace is the traffic: a CI gate exists to
+// judge new traffic (re-rendered prompt templates) against the old, so a
+// change there is reported, never refused.
 // Only the metrics a baseline file lists are gated, so a team can gate on
 // hit_rate alone.
 #pragma once
@@ -51,6 +59,10 @@ struct CheckSide {
   std::string file;
   std::string schema;
   std::string mode;
+  // The serving setup and the traffic (see above); setup is null for a
+  // baseline file written before baselines recorded it.
+  nlohmann::ordered_json setup;
+  nlohmann::ordered_json traffic;
   std::map<std::string, std::optional<double>> values;
   std::map<std::string, Tolerance> tolerances;  // from a baseline file
 };
@@ -59,6 +71,12 @@ struct CheckSide {
 // key, a null or non-numeric metric.
 CheckSide load_check_side(const nlohmann::json& doc, const std::string& file, bool allow_baseline);
 CheckSide load_check_file(const std::string& path, bool allow_baseline);
+
+// "field 'kv_blocks' is 4096 in the baseline, 8192 in the report", or "" when
+// both sides have the same setup.
+std::string setup_mismatch(const CheckSide& baseline, const CheckSide& now);
+// "the trace differs from the baseline's (checksum ..., requests 50 -> 60)", or "".
+std::string traffic_change(const CheckSide& baseline, const CheckSide& now);
 
 enum class Verdict { Improved, Unchanged, WithinTolerance, Regressed, Skipped };
 const char* verdict_text(Verdict v);

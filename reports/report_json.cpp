@@ -30,7 +30,8 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
                      {"format", r.trace.format},
                      {"requests", r.trace.requests},
                      {"prompt_tokens", r.trace.prompt_tokens},
-                     {"output_tokens", r.trace.output_tokens}};
+                     {"output_tokens", r.trace.output_tokens},
+                     {"checksum", r.trace.checksum.empty() ? ojson(nullptr) : ojson(r.trace.checksum)}};
   j["kv_cache"] = ojson{{"block_size", r.kv_cache.block_size},
                         {"num_blocks", r.kv_cache.num_blocks},
                         {"bytes_per_block", r.kv_cache.bytes_per_block},

@@ -34,6 +34,7 @@ struct TraceInfo {
   uint64_t requests = 0;
   uint64_t prompt_tokens = 0;
   uint64_t output_tokens = 0;
+  std::string checksum;  // traces/trace_checksum.h; "" for a workload or stdin
 };
 
 struct KvCacheInfo {

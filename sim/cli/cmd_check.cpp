@@ -37,7 +37,10 @@ int cmd_check(const Args& args) {
       ("tolerance", po::value<std::vector<std::string>>()->composing(),
        "per-metric tolerances, METRIC=ABS or METRIC=REL% (e.g. hit_rate=0.005,ttft_p99=5%); repeatable")
       ("junit", po::value<std::string>(), "also write the verdicts as JUnit XML to this file")
-      ("update-baseline", "write REPORT's metrics as the new baseline (to --baseline) and exit 0");
+      ("update-baseline", "write REPORT's metrics as the new baseline (to --baseline) and exit 0")
+      ("allow-scenario-change",
+       "check a report of another serving setup than the baseline's (mode, model, GPU, TP, pool, policy) "
+       "with a warning instead of exit 2");
   po::positional_options_description pos;
   pos.add("report", 1);
   po::variables_map vm;
@@ -66,6 +69,13 @@ int cmd_check(const Args& args) {
       for (const auto& [k, v] : parse_tolerances(spec)) cli_tol[k] = v;
 
   const bool update = vm.count("update-baseline") > 0;
+  const bool allow_change = vm.count("allow-scenario-change") > 0;
+  {  // a report checked against itself proves nothing, and an update would destroy it
+    std::error_code ec;
+    if (report_path == baseline_path || std::filesystem::equivalent(report_path, baseline_path, ec))
+      throw InputError("--baseline: '" + baseline_path + "' is the report itself; a baseline is a separate file "
+                       "(create one with --baseline baseline.json --update-baseline)");
+  }
   if (update) {
     check_output_file(baseline_path, "--baseline");
     check_not_an_input(baseline_path, "--baseline", {report_path});
@@ -81,6 +91,17 @@ int cmd_check(const Args& args) {
     return 0;
   }
   const CheckSide base = load_check_file(baseline_path, true);
+  if (base.setup.is_null() && !allow_change && !update)
+    throw InputError(baseline_path + ": field 'scenario' is missing: the baseline predates scenario checks; "
+                     "re-create it with --update-baseline, or pass --allow-scenario-change");
+  if (const std::string diff = setup_mismatch(base, now); !diff.empty()) {
+    if (!allow_change && !update)
+      throw InputError("check: the report's scenario is not the baseline's: " + diff +
+                       " (pass --allow-scenario-change to compare them anyway)");
+    std::cerr << "prefixsim check: warning: the report's scenario is not the baseline's: " << diff << "\n";
+  }
+  if (const std::string change = traffic_change(base, now); !change.empty())
+    std::cout << "check: " << change << ": the gate compares the new traffic with the baseline's\n";
   const CheckResult result = run_check(base, now, cli_tol);
   std::cout << render_check_table(result, base, now);
   if (vm.count("junit")) write_file_atomic(vm["junit"].as<std::string>(), render_junit(result, base, now), "--junit");

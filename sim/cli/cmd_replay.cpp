@@ -25,7 +25,7 @@
 #include "sim/cost/profile.h"
 #include "sim/cost/shipped_profiles.h"
 #include "sim/cost/steps_file.h"
-#include "traces/trace_reader.h"
+#include "traces/trace_checksum.h"
 #include "workloads/workload.h"
 
 namespace prefixsim::cli {
@@ -122,6 +122,7 @@ int cmd_replay(const Args& args) {
   report.scenario["model_spec"] = to_json(model);
   report.scenario["gpu_spec"] = to_json(gpu);
   report.trace.path = s.trace;
+  if (!s.trace.empty()) report.trace.checksum = trace_checksum(s.trace);
   report.trace.format = s.trace.empty() ? "workload:" + s.workload : input->format();
   report.kv_cache.block_size = static_cast<uint64_t>(kv_size.block_size);
   report.kv_cache.num_blocks = static_cast<uint64_t>(kv_size.num_blocks);

@@ -346,7 +346,8 @@ std::vector<BadCase> bad_cases() {
        [](const std::string& d) { CHECK(prefixsim::test::read_file(d + "/file") == "keep"); }},
       {"analyze --graphviz a FIFO", {}, {"analyze", T, "--graphviz", "@/fifo"}, "--graphviz @/fifo: is a FIFO",
        make_fifo, fifo_intact},
-      {"check --junit a symlink", {{"r.json", "{}"}}, {"check", "@/r.json", "--baseline", "@/r.json", "--junit", "@/link"},
+      {"check --junit a symlink", {{"r.json", "{}"}, {"b.json", "{}"}},
+       {"check", "@/r.json", "--baseline", "@/b.json", "--junit", "@/link"},
        "--junit @/link: is a symbolic link", make_link, link_intact},
       // An output path that is also an input.
       {"analyze --graphviz TRACE", {{"t.jsonl", kLine + "\n"}}, {"analyze", "@/t.jsonl", "--graphviz", "@/t.jsonl"},
@@ -358,7 +359,7 @@ std::vector<BadCase> bad_cases() {
          CHECK(prefixsim::test::read_file(d + "/w.yaml") == "pattern: chatbot\nrequests: 5\n");
        }},
       {"check R --baseline R --update-baseline", {{"r.json", "{}"}},
-       {"check", "@/r.json", "--baseline", "@/r.json", "--update-baseline"}, "--baseline @/r.json: is also an input",
+       {"check", "@/r.json", "--baseline", "@/r.json", "--update-baseline"}, "--baseline: '@/r.json' is the report itself",
        {}, [](const std::string& d) { CHECK(prefixsim::test::read_file(d + "/r.json") == "{}"); }},
       {"replay --steps-out the trace", {{"t.jsonl", kLine + "\n"}}, {"replay", "@/t.jsonl", "--steps-out", "@/t.jsonl"},
        "--steps-out @/t.jsonl: is also an input", {},
@@ -621,11 +622,12 @@ TEST_CASE("output lost on standard output is exit 2 with a message, not a succes
   REQUIRE(spawn({"replay", "--requests", "20", "--mode", "cache", "--quiet", "--out", dir + "/o"}, Stdout::kFile).rc ==
           0);
   const std::string report = dir + "/o/report.json";
+  fs::copy_file(report, dir + "/o/copy.json");
   std::ofstream(dir + "/ops.jsonl") << R"({"op":"config","num_blocks":8,"block_size":4})" << "\n";
   const std::vector<std::vector<std::string>> cases = {
       {"catalog"},
       {"ops", dir + "/ops.jsonl"},
-      {"check", report, "--baseline", report},
+      {"check", report, "--baseline", dir + "/o/copy.json"},
       {"generate", "chatbot", "--requests", "50", "-o", "-"},
   };
   for (const auto& args : cases) {

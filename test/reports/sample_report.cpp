@@ -8,7 +8,7 @@ RunReport sample_run_report(bool engine) {
   r.tool_version = "0.1.0";
   r.scenario = {{"model", "llama-3.1-8b"}, {"gpu", "h100-sxm-80gb"}, {"policy", "lru"},
                 {"block_size", 16},        {"kv_blocks", 4096},      {"notes", "a </script> in user data"}};
-  r.trace = {"traces/sample.jsonl", "native", 50, 51200, 6400};
+  r.trace = {"traces/sample.jsonl", "native", 50, 51200, 6400, "00112233445566778899aabbccddeeff"};
   r.kv_cache = {16, 4096, 131072, 65536};
   r.prefix_cache.queried_tokens = 51200;
   r.prefix_cache.hit_tokens = 30720;

@@ -36,7 +36,7 @@ std::string row_of(const std::string& out, const std::string& metric) {
 TEST_CASE("check passes an identical report and calls every metric unchanged", "[check][cli]") {
   const std::string dir = test::temp_dir("check-same");
   const std::string base = write_json(dir, "base.json", sample_json());
-  const auto r = test::run_cli({"check", base, "--baseline", base});
+  const auto r = test::run_cli({"check", write_json(dir, "now.json", sample_json()), "--baseline", base});
   INFO(r.out << r.err);
   CHECK(r.rc == 0);
   CHECK(contains(row_of(r.out, "hit_rate"), "0.6000 -> 0.6000"));
@@ -128,9 +128,10 @@ TEST_CASE("check of a cache-mode report checks only the hit rates and says why",
   ojson now = sample_json(false);
   now["prefix_cache"]["hit_rate"] = 0.5;
   const auto r = test::run_cli({"check", write_json(dir, "cache.json", now), "--baseline",
-                                write_json(dir, "base.json", sample_json())});
+                                write_json(dir, "base.json", sample_json()), "--allow-scenario-change"});
   INFO(r.out << r.err);
   CHECK(r.rc == 1);  // the hit rate fell by 0.1
+  CHECK(contains(r.err, "warning: the report's scenario is not the baseline's: field 'mode'"));
   CHECK(contains(row_of(r.out, "ttft_p99"), "skipped (report is a cache-mode report"));
   CHECK(contains(r.out, "2 metrics checked, 1 regressed, 6 skipped"));
   CHECK(contains(r.out, "only what both sides have was checked"));
@@ -196,4 +197,82 @@ TEST_CASE("check --help explains the metrics and exit codes", "[check][cli]") {
   CHECK(contains(r.out, "usage: prefixsim check REPORT --baseline"));
   CHECK(contains(r.out, "latency_ms.ttft.p99"));
   CHECK(contains(r.out, "exit: 0"));
+}
+
+TEST_CASE("check refuses a report of another serving setup than the baseline's, unless allowed", "[check][cli]") {
+  const std::string dir = test::temp_dir("check-scenario");
+  const std::string base = write_json(dir, "base.json", sample_json());
+  struct Change {
+    const char* what;
+    const char* path;  // report.json key path
+    ojson value;
+    const char* field;  // as the error names it
+  };
+  const std::vector<Change> changes = {
+      {"cache mode against engine", "mode", "cache", "'mode'"},
+      {"another policy", "scenario.policy", "s3fifo", "'policy'"},
+      {"another pool", "kv_cache.num_blocks", 8192, "'kv_blocks'"},
+      {"another model", "scenario.model", "qwen3-8b", "'model'"},
+      {"another GPU", "scenario.gpu", "a100-80gb", "'gpu'"},
+  };
+  for (const Change& c : changes) {
+    INFO(c.what);
+    ojson now = sample_json();
+    const std::string p = c.path;
+    if (p.find('.') == std::string::npos) now[p] = c.value;
+    else now[p.substr(0, p.find('.'))][p.substr(p.find('.') + 1)] = c.value;
+    const std::string now_path = write_json(dir, "now.json", now);
+    auto r = test::run_cli({"check", now_path, "--baseline", base});
+    CHECK(r.rc == 2);
+    CHECK(contains(r.err, std::string("the report's scenario is not the baseline's: field ") + c.field));
+    CHECK(r.err.find('\n') == r.err.size() - 1);  // one line
+    r = test::run_cli({"check", now_path, "--baseline", base, "--allow-scenario-change"});
+    CHECK(r.rc != 2);
+  }
+}
+
+TEST_CASE("a baseline file records the scenario and the trace; new traffic is reported, not refused",
+          "[check][cli]") {
+  const std::string dir = test::temp_dir("check-traffic");
+  const std::string report = write_json(dir, "r.json", sample_json());
+  const std::string base = dir + "/baseline.json";
+  REQUIRE(test::run_cli({"check", report, "--baseline", base, "--update-baseline"}).rc == 0);
+  const nlohmann::json b = nlohmann::json::parse(test::read_file(base));
+  CHECK(b["scenario"]["policy"] == "lru");
+  CHECK(b["scenario"]["kv_blocks"] == 4096);
+  CHECK(b["trace"]["checksum"] == "00112233445566778899aabbccddeeff");
+  CHECK(b["trace"]["requests"] == 50);
+  // Re-rendered prompt templates: other bytes, same setup. Checked, with a note.
+  ojson now = sample_json();
+  now["trace"]["checksum"] = "ffeeddccbbaa99887766554433221100";
+  now["trace"]["requests"] = 60;
+  const auto r = test::run_cli({"check", write_json(dir, "now.json", now), "--baseline", base});
+  INFO(r.out << r.err);
+  CHECK(r.rc == 0);
+  CHECK(contains(r.out, "the trace differs from the baseline's (checksum"));
+  CHECK(contains(r.out, "requests 50 -> 60"));
+  // A baseline from before scenarios were recorded: re-create it, or allow.
+  nlohmann::json old = b;
+  old.erase("scenario");
+  std::ofstream(dir + "/old.json") << old.dump(2);
+  auto o = test::run_cli({"check", report, "--baseline", dir + "/old.json"});
+  CHECK(o.rc == 2);
+  CHECK(contains(o.err, "old.json: field 'scenario' is missing"));
+  CHECK(test::run_cli({"check", report, "--baseline", dir + "/old.json", "--allow-scenario-change"}).rc == 0);
+}
+
+TEST_CASE("check refuses the report as its own baseline, by any spelling", "[check][cli]") {
+  const std::string dir = test::temp_dir("check-self");
+  const std::string report = write_json(dir, "r.json", sample_json());
+  const std::string before = test::read_file(report);
+  for (const std::string& base : {report, dir + "/./r.json"}) {
+    for (bool update : {false, true}) {
+      std::vector<std::string> args = {"check", report, "--baseline", base};
+      if (update) args.push_back("--update-baseline");
+      const auto r = test::run_cli(args);
+      CHECK(r.rc == 2);
+      CHECK(contains(r.err, "is the report itself"));
+    }
+  }
+  CHECK(test::read_file(report) == before);
 }
