@@ -33,6 +33,7 @@ def tour_blocks(readme):
 
 def main():
     prefixsim, readme, shared = (os.path.abspath(a) for a in sys.argv[1:4])
+    shared = os.environ.get("PREFIXSIM_SHARED", shared)  # as the C++ tests take it
     if not os.path.isdir(os.path.join(shared, "traces")):
         print(f"SKIP: {shared}/traces is absent; the tour replays its traces")
         return 77

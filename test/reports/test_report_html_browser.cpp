@@ -78,8 +78,19 @@ TEST_CASE("report.html draws its charts in headless Chromium without errors", "[
   if (!fs::exists(kChromium)) PREFIXSIM_SKIP(kChromium << " is absent (apt-get install chromium)");
   const std::string work = test::temp_dir("html-browser");
 
+  // Every page comes from a real CLI run, as a user would open it.
+  auto html_of_run = [&](const std::vector<std::string>& args, const std::string& out, const char* file) {
+    std::vector<std::string> full = args;
+    full.insert(full.end(), {"--quiet", "--out", out});
+    const auto r = test::run_cli(full);
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    return test::read_file(out + "/" + file);
+  };
+
   SECTION("engine-mode run report: hit rate and KV usage, TTFT CDF, queue length") {
-    const std::string html = render_report_html(test::sample_run_report(true));
+    const std::string html =
+        html_of_run({"replay", "--workload", "multi-turn", "--requests", "400"}, work + "/run-engine", "report.html");
     const RenderStatus s = render(work, "engine", html);
     INFO("page errors: " << s.errors);
     CHECK(s.attrs.at("done") == "yes");
@@ -103,7 +114,11 @@ TEST_CASE("report.html draws its charts in headless Chromium without errors", "[
   }
 
   SECTION("cache-mode run report: one chart over requests, no latency charts") {
-    const RenderStatus s = render(work, "cache", render_report_html(test::sample_run_report(false)));
+    const RenderStatus s = render(
+        work, "cache",
+        html_of_run({"replay", "--workload", "multi-turn", "--requests", "1000", "--mode", "cache", "--kv-tokens",
+                     "100000"},
+                    work + "/run-cache", "report.html"));
     INFO("page errors: " << s.errors);
     CHECK(s.get("charts") == 1);
     CHECK(s.get("drawn") == 1);
@@ -111,15 +126,12 @@ TEST_CASE("report.html draws its charts in headless Chromium without errors", "[
   }
 
   SECTION("compare page: hit rate vs capacity for every policy") {
-    nlohmann::json results = nlohmann::json::array();
-    int k = 0;
-    for (const char* policy : {"lru", "lfu", "arc", "s3fifo"})
-      for (int blocks : {256, 1024, 4096, 16384}) {
-        const double hr = 0.2 + 0.1 * std::log2(blocks / 256.0) / 2 + 0.01 * (k++ % 4);
-        results.push_back({{"policy", policy}, {"kv_blocks", blocks}, {"capacity_tokens", blocks * 16},
-                           {"hit_rate", hr}, {"block_hit_rate", hr}, {"evictions", 100000 / blocks}});
-      }
-    const RenderStatus s = render(work, "compare", render_compare_html({{"results", results}}));
+    const std::string trace = work + "/rag.jsonl";
+    REQUIRE(test::run_cli({"generate", "rag", "--requests", "500", "-o", trace}).rc == 0);
+    const std::string html = html_of_run({"compare", trace, "--policies", "lru,lfu,arc,s3fifo", "--kv-blocks",
+                                          "256,1024,4096,16384"},
+                                         work + "/run-compare", "compare.html");
+    const RenderStatus s = render(work, "compare", html);
     INFO("page errors: " << s.errors);
     CHECK(s.get("charts") == 1);
     CHECK(s.get("drawn") == 1);
