@@ -236,15 +236,10 @@ TraceAnalysis PrefixAnalyzer::finish() { return impl_->finish(); }
 
 void PrefixAnalyzer::Impl::add(const Request& r) {
   const int64_t B = opts.block_size;
-  const uint64_t req_index = a.requests++;
-  if (req_index == 0) first_arrival = r.arrival;
-  last_arrival = std::max(last_arrival, r.arrival);
-  a.prompt_tokens += r.prompt_len;
-  a.output_tokens += r.output_len;
-  a.prompt_blocks += static_cast<uint64_t>((r.prompt_len + B - 1) / B);
-  a.largest_request_blocks = std::max(a.largest_request_blocks, (r.kv_len() + B - 1) / B);
-  if (lru) lru->add(r);
-
+  if (a.requests_not_analyzed > 0) {  // past the memory cap: counted, not analyzed
+    ++a.requests_not_analyzed;
+    return;
+  }
   // The blocks the request computes, as the ideal hit rate and cache mode
   // count them (Request::kv_len): its prompt, then its outputs but the last,
   // so a conversation re-sending an earlier answer hits it.
@@ -256,6 +251,26 @@ void PrefixAnalyzer::Impl::add(const Request& r) {
   chain.append_tokens(outputs);
   const auto& hs = chain.hashes();
   const size_t nf = hs.size();
+  if (hash.size() + nf > opts.max_distinct_blocks) {  // near the cap: count the blocks it would create
+    size_t fresh = 0;
+    for (const BlockHash& h : hs) {
+      size_t slot = 0;
+      fresh += table.find(h, slot) == kNone ? 1 : 0;  // a block repeated within the request counts twice: safe side
+    }
+    if (hash.size() + fresh > opts.max_distinct_blocks) {
+      a.requests_not_analyzed = 1;
+      return;
+    }
+  }
+
+  const uint64_t req_index = a.requests++;
+  if (req_index == 0) first_arrival = r.arrival;
+  last_arrival = std::max(last_arrival, r.arrival);
+  a.prompt_tokens += r.prompt_len;
+  a.output_tokens += r.output_len;
+  a.prompt_blocks += static_cast<uint64_t>((r.prompt_len + B - 1) / B);
+  a.largest_request_blocks = std::max(a.largest_request_blocks, (r.kv_len() + B - 1) / B);
+  if (lru) lru->add(r);
   const size_t max_hit = r.prompt_len > 0 ? std::min(nf, static_cast<size_t>((r.prompt_len - 1) / B)) : 0;
   a.block_accesses += nf;
 

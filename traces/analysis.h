@@ -49,6 +49,12 @@ struct AnalysisOptions {
   // When > 0, also replay through KvCacheManager with `lru_policy` on a pool
   // of this many blocks (null block included).
   int64_t lru_num_blocks = 0;
+  // Memory bound: every distinct block costs about kBytesPerDistinctBlock
+  // (its vertex, hash-table slot, stack-distance stamp and forest edge). A
+  // request that would pass the cap ends the analysis: the figures then
+  // cover the requests before it, and TraceAnalysis says how many were left.
+  uint64_t max_distinct_blocks = uint64_t{1} << 25;
+  static constexpr uint64_t kBytesPerDistinctBlock = 300;  // measured: 3.9 GB for 14 M on claude-code
 };
 
 struct HotPrefix {
@@ -102,7 +108,10 @@ struct TraceAnalysis {
   double ideal_hit_rate = 0;        // ideal_hit_tokens / prompt_tokens
   double ideal_block_hit_rate = 0;  // ideal_hit_blocks / prompt_blocks
   double span_s = 0;                // last arrival - first arrival
-  int64_t largest_request_blocks = 0;  // ceil(kv_len / B) of the largest request: the smallest pool that runs it
+  int64_t largest_request_blocks = 0;
+  // Requests after the distinct-block cap (AnalysisOptions::max_distinct_blocks),
+  // left out of every figure; 0 when the whole trace was analyzed.
+  uint64_t requests_not_analyzed = 0;  // ceil(kv_len / B) of the largest request: the smallest pool that runs it
 
   uint64_t cold_accesses = 0;                 // first access of a block
   std::vector<uint64_t> reuse_distance_log2;  // [0]: d = 0; [k]: 2^(k-1) <= d < 2^k

@@ -31,6 +31,7 @@ std::string analysis_json(const TraceAnalysis& a, const std::string& trace_path,
   j["trace"] = {{"path", trace_path}, {"format", format}};
   j["block_size"] = a.block_size;
   j["requests"] = a.requests;
+  j["requests_not_analyzed"] = a.requests_not_analyzed;
   j["prompt_tokens"] = a.prompt_tokens;
   j["output_tokens"] = a.output_tokens;
   j["prompt_blocks"] = a.prompt_blocks;
@@ -130,6 +131,10 @@ std::string analysis_markdown(const TraceAnalysis& a, const std::string& trace_p
   const int64_t B = a.block_size;
   o << "# Prefix reuse of `" << trace_path << "`\n\n";
   o << "Format " << format << ", block size " << B << " tokens.\n\n";
+  if (a.requests_not_analyzed)
+    o << "**Only the first " << a.requests << " requests were analyzed**: the next would have passed the "
+      << "distinct-block cap (--max-distinct-blocks, memory bound), so the last " << a.requests_not_analyzed
+      << " requests are left out of every figure below.\n\n";
   o << "| | |\n| --- | ---: |\n";
   o << "| requests | " << a.requests << " |\n";
   o << "| prompt tokens | " << a.prompt_tokens << " |\n";

@@ -33,6 +33,9 @@ int cmd_analyze(const Args& args) {
       ("lru-kv-tokens", po::value<int64_t>()->default_value(kDefaultLruKvTokens),
        "also replay through vLLM's LRU with this much KV cache (tokens); 0 skips it")
       ("graphviz", po::value<std::string>(), "write the hottest prefix subtree as Graphviz DOT to FILE")
+      ("max-distinct-blocks", po::value<uint64_t>()->default_value(AnalysisOptions{}.max_distinct_blocks),
+       "memory bound: analyze the requests before the one that would pass this many distinct blocks (about "
+       "300 bytes each; the default, 2^25, is about 10 GB) and say how many were left out")
       ("out", po::value<std::string>()->default_value("prefixsim-out"), "output directory");
   po::positional_options_description pos;
   pos.add("trace", 1);
@@ -61,6 +64,9 @@ int cmd_analyze(const Args& args) {
     ao.lru_num_blocks = lru_tokens / ao.block_size + 1;  // + the null block
     lru = make_policy("lru");
   }
+  ao.max_distinct_blocks = vm["max-distinct-blocks"].as<uint64_t>();
+  if (ao.max_distinct_blocks < 1 || ao.max_distinct_blocks > (uint64_t{1} << 32) - 2)
+    throw InputError("analyze: --max-distinct-blocks must be in [1, 2^32 - 2] (block ids are 32-bit)");
   TraceOptions to;
   to.format = vm["format"].as<std::string>();
   to.trace_block_size = vm["trace-block-size"].as<int32_t>();
@@ -102,6 +108,10 @@ int cmd_analyze(const Args& args) {
     std::cout << "vLLM LRU hit rate with " << lru_tokens << " tokens of cache: " << 100.0 * a.lru_check->hit_rate
               << " %\n";
   std::cout << "wrote " << dir << "/analysis.json and " << dir << "/analysis.md\n";
+  if (a.requests_not_analyzed)
+    std::cerr << "prefixsim analyze: warning: only the first " << a.requests << " requests were analyzed; the next "
+              << "would pass --max-distinct-blocks " << ao.max_distinct_blocks << " (memory bound), so "
+              << a.requests_not_analyzed << " requests are left out (analysis.json requests_not_analyzed)\n";
   return 0;
 }
 

@@ -224,3 +224,27 @@ TEST_CASE("stack distances stay exact when the stamps are renumbered (far more a
     CHECK(p.hit_rate == Approx(999.0 * hit_blocks * 4 / (1000.0 * 400)));
   }
 }
+
+TEST_CASE("analyze stops before the distinct-block cap and says how many requests it left out",
+          "[analysis][memory]") {
+  const std::vector<Request> trace = hand_trace();
+  for (uint64_t cap : {uint64_t{6}, uint64_t{5}, uint64_t{3}, uint64_t{1}}) {
+    INFO("cap " << cap);
+    AnalysisOptions o;
+    o.block_size = 4;
+    o.max_distinct_blocks = cap;
+    PrefixAnalyzer an(o);
+    const TraceAnalysis a = analyze(trace, &an);
+    CHECK(a.unique_blocks <= cap);
+    CHECK(a.requests + a.requests_not_analyzed == trace.size());
+    if (cap >= 6) CHECK(a.requests_not_analyzed == 0);  // the whole trace has 6 distinct blocks
+    else CHECK(a.requests_not_analyzed > 0);
+  }
+  // r0 computes 3 blocks ([1..4], [5..8], and 9,10 + its output do not fill a third: 2 full):
+  // with a cap of 1 not even r0 fits.
+  AnalysisOptions o;
+  o.block_size = 4;
+  o.max_distinct_blocks = 1;
+  PrefixAnalyzer an(o);
+  CHECK(analyze(trace, &an).requests == 0);
+}
