@@ -102,4 +102,10 @@ std::string with_line(const std::string& text, long line, const std::optional<st
   return out;
 }
 
+std::string write_text_file(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string p = dir + "/" + name;
+  std::ofstream(p) << text;
+  return p;
+}
+
 }  // namespace prefixsim::test

@@ -22,6 +22,9 @@ std::string with_line(const std::string& text, long line, const std::optional<st
 // One parsed JSON value per non-empty line (golden outputs, runner outputs).
 std::vector<nlohmann::json> parse_jsonl(const std::string& text);
 
+// Writes `text` to dir/name and returns the path.
+std::string write_text_file(const std::string& dir, const std::string& name, const std::string& text);
+
 struct CliResult {
   int rc = -1;
   std::string out;

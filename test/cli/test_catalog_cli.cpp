@@ -13,11 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string write(const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string p = dir + "/" + name;
-  std::ofstream(p) << text;
-  return p;
-}
 
 json report_of(const std::string& out) { return json::parse(read_file(out + "/report.json")); }
 
@@ -56,7 +51,7 @@ const char* kModels =
 
 TEST_CASE("catalog --check validates a user file and prints what it defines", "[cli][catalog]") {
   const std::string dir = temp_dir("catalog-check");
-  auto r = run_cli({"catalog", "--check", write(dir, "models.yaml", kModels), "--json"});
+  auto r = run_cli({"catalog", "--check", write_text_file(dir, "models.yaml", kModels), "--json"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   const json j = json::parse(r.out);
@@ -64,24 +59,24 @@ TEST_CASE("catalog --check validates a user file and prints what it defines", "[
   CHECK(j["models"][0]["name"] == "my-30b-a3b");
   CHECK(j["models"][0]["kv_bytes_per_token"] == 2 * 4 * 128 * 2 * 48);
   CHECK(j["models"][0]["weight_bytes_total"] == int64_t{30532122624} * 2);
-  auto g = run_cli({"catalog", "--check", write(dir, "gpus.yaml", kGpus)});
+  auto g = run_cli({"catalog", "--check", write_text_file(dir, "gpus.yaml", kGpus)});
   CHECK(g.rc == 0);
   CHECK(g.out.find("my-pro-6000") != std::string::npos);
 
   std::string bad = kModels;
   bad.replace(bad.find("kv_heads: 4"), 11, "kv_heads: 5");
-  auto b = run_cli({"catalog", "--check", write(dir, "bad.yaml", bad)});
+  auto b = run_cli({"catalog", "--check", write_text_file(dir, "bad.yaml", bad)});
   CHECK(b.rc == 2);
   CHECK(b.err.find("bad.yaml:7:") != std::string::npos);
   CHECK(b.err.find("kv_heads") != std::string::npos);
-  auto dup = run_cli({"catalog", "--check", write(dir, "dup.yaml", "gpus:\n  - name: b200\n    description: x\n")});
+  auto dup = run_cli({"catalog", "--check", write_text_file(dir, "dup.yaml", "gpus:\n  - name: b200\n    description: x\n")});
   CHECK(dup.rc == 2);
   CHECK(dup.err.find("dup.yaml:") != std::string::npos);
 }
 
 TEST_CASE("replay runs a model and GPU given by file, and refuses a bad file before running", "[cli][catalog]") {
   const std::string dir = temp_dir("catalog-replay");
-  const std::string mf = write(dir, "m.yaml", kModels), gf = write(dir, "g.yaml", kGpus);
+  const std::string mf = write_text_file(dir, "m.yaml", kModels), gf = write_text_file(dir, "g.yaml", kGpus);
   auto r = run_cli({"replay", "--requests", "100", "--model-file", mf, "--gpu-file", gf, "--model", "my-30b-a3b",
                     "--gpu", "my-pro-6000", "--out", dir + "/o"});
   INFO(r.err);
@@ -97,7 +92,7 @@ TEST_CASE("replay runs a model and GPU given by file, and refuses a bad file bef
   REQUIRE(same.rc == 0);
   CHECK(report_of(dir + "/o2")["latency_ms"] == rep["latency_ms"]);
 
-  auto bad = run_cli({"replay", "--model-file", write(dir, "bad.yaml", "models:\n  - name: x\n    layer: 3\n"),
+  auto bad = run_cli({"replay", "--model-file", write_text_file(dir, "bad.yaml", "models:\n  - name: x\n    layer: 3\n"),
                       "--out", dir + "/bad"});
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("bad.yaml:3:") != std::string::npos);
@@ -107,8 +102,8 @@ TEST_CASE("replay runs a model and GPU given by file, and refuses a bad file bef
 
 TEST_CASE("PREFIXSIM_CATALOG's models.yaml and gpus.yaml extend the catalog", "[cli][catalog]") {
   const std::string dir = temp_dir("catalog-env");
-  write(dir, "models.yaml", kModels);
-  write(dir, "gpus.yaml", kGpus);
+  write_text_file(dir, "models.yaml", kModels);
+  write_text_file(dir, "gpus.yaml", kGpus);
   ::setenv("PREFIXSIM_CATALOG", dir.c_str(), 1);
   auto r = run_cli({"catalog", "--json"});
   auto missing = (::setenv("PREFIXSIM_CATALOG", (dir + "/nope").c_str(), 1), run_cli({"catalog"}));
@@ -139,7 +134,7 @@ TEST_CASE("--kv-cache-dtype fp8 halves the bytes per block and doubles the deriv
   CHECK(nf <= 2 * na + 1);
   CHECK(rf["scenario"]["kv_cache_dtype"] == "fp8");
   CHECK(!ra["scenario"].contains("kv_cache_dtype"));  // auto: the report is as before
-  auto scn = run_cli({"replay", "--config", write(dir, "s.yaml", "kv_cache_dtype: fp4\n"), "--out", dir + "/bad"});
+  auto scn = run_cli({"replay", "--config", write_text_file(dir, "s.yaml", "kv_cache_dtype: fp4\n"), "--out", dir + "/bad"});
   CHECK(scn.rc == 2);
   CHECK(scn.err.find("s.yaml:1:") != std::string::npos);
   CHECK(scn.err.find("kv_cache_dtype") != std::string::npos);

@@ -25,11 +25,6 @@ const char* kTinyTrace =
     R"({"id":"r3","t":2.0,"tokens":[1,2,3,4,7,7,7,7],"output_len":1})"
     "\n";
 
-std::string write(const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string p = dir + "/" + name;
-  std::ofstream(p) << text;
-  return p;
-}
 
 json report_of(const std::string& out) { return json::parse(read_file(out + "/report.json")); }
 
@@ -59,7 +54,7 @@ TEST_CASE("replay with no trace runs the built-in workload and writes all five o
 
 TEST_CASE("cache-mode replay of a tiny trace gives the hand-computed hit rate", "[cli][replay]") {
   const std::string dir = temp_dir("replay-cache");
-  const std::string trace = write(dir, "tiny.jsonl", kTinyTrace);
+  const std::string trace = write_text_file(dir, "tiny.jsonl", kTinyTrace);
   auto r = run_cli({"replay", trace, "--mode", "cache", "--block-size", "4", "--kv-blocks", "64", "--out", dir + "/o"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
@@ -73,7 +68,7 @@ TEST_CASE("cache-mode replay of a tiny trace gives the hand-computed hit rate", 
 
 TEST_CASE("engine-mode replay of the tiny trace hits the same blocks and finishes every request", "[cli][replay]") {
   const std::string dir = temp_dir("replay-engine");
-  const std::string trace = write(dir, "tiny.jsonl", kTinyTrace);
+  const std::string trace = write_text_file(dir, "tiny.jsonl", kTinyTrace);
   auto r = run_cli({"replay", trace, "--block-size", "4", "--kv-blocks", "64", "--out", dir + "/o"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
@@ -86,7 +81,7 @@ TEST_CASE("engine-mode replay of the tiny trace hits the same blocks and finishe
 
 TEST_CASE("with PREFIXSIM_PEAK_RSS_FILE set, a command writes its own peak RSS there (for bench)", "[cli][replay]") {
   const std::string dir = temp_dir("replay-peak-rss");
-  const std::string trace = write(dir, "tiny.jsonl", kTinyTrace);
+  const std::string trace = write_text_file(dir, "tiny.jsonl", kTinyTrace);
   const std::string peak = dir + "/peak";
   ::setenv("PREFIXSIM_PEAK_RSS_FILE", peak.c_str(), 1);
   auto bad = run_cli({"replay", dir + "/missing.jsonl", "--out", dir + "/o2"});
@@ -124,7 +119,7 @@ TEST_CASE("two replays with the same inputs give byte-identical reports", "[cli]
 
 TEST_CASE("flags override the scenario file, which overrides the defaults", "[cli][replay][scenario]") {
   const std::string dir = temp_dir("replay-scn");
-  const std::string scn = write(dir, "s.yaml",
+  const std::string scn = write_text_file(dir, "s.yaml",
                                 "workload: rag\nrequests: 150\nmode: cache\nblock_size: 32\nkv_tokens: 200000\n"
                                 "scheduler:\n  max_num_seqs: 64\n");
   auto r = run_cli({"replay", "--config", scn, "--block-size", "16", "--out", dir + "/o"});
@@ -137,7 +132,7 @@ TEST_CASE("flags override the scenario file, which overrides the defaults", "[cl
   CHECK(rep["scenario"]["scheduler"]["max_num_seqs"] == 64);
   CHECK(rep["kv_cache"]["block_size"] == 16);
   CHECK(rep["trace"]["requests"] == 150);
-  auto bad = run_cli({"replay", "--config", write(dir, "bad.yaml", "mode: cache\nbloc_size: 16\n"), "--out",
+  auto bad = run_cli({"replay", "--config", write_text_file(dir, "bad.yaml", "mode: cache\nbloc_size: 16\n"), "--out",
                       dir + "/bad"});
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("bad.yaml:2:") != std::string::npos);

@@ -14,11 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string write(const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string p = dir + "/" + name;
-  std::ofstream(p) << text;
-  return p;
-}
 
 json json_of(const std::string& path) { return json::parse(read_file(path)); }
 
@@ -30,7 +25,7 @@ std::string ten_at_one_per_second(const std::string& dir) {
     for (int k = 0; k < 12; ++k) t += "," + std::to_string(100 + 20 * i + k);
     t += R"(],"output_len":4})" "\n";
   }
-  return write(dir, "ten.jsonl", t);
+  return write_text_file(dir, "ten.jsonl", t);
 }
 
 }  // namespace
@@ -80,7 +75,7 @@ TEST_CASE("every scenario key in a YAML file gives the report the same scenario 
           "[cli][scenario]") {
   const std::string dir = temp_dir("core-table");
   const std::string trace = ten_at_one_per_second(dir);
-  const std::string yaml = write(dir, "s.yaml",
+  const std::string yaml = write_text_file(dir, "s.yaml",
                                  "trace: " + trace +
                                      "\nrequests: 8\ntime_scale: 2\nseed: 3\nformat: native\ntrace_block_size: 0\n"
                                      "conversation_rate: 2\nsort: true\nmode: engine\npolicy: lfu\nblock_size: 8\n"
