@@ -82,6 +82,8 @@ class JsonlSource : public RequestSource {
 // The two JSONL formats.
 std::unique_ptr<RequestSource> make_native_source(std::string path, std::unique_ptr<LineReader> lines,
                                                   const TraceOptions& opts);
+std::unique_ptr<RequestSource> make_bailian_source(std::string path, std::unique_ptr<LineReader> lines,
+                                                   const TraceOptions& opts);
 std::unique_ptr<RequestSource> make_mooncake_source(std::string path, std::unique_ptr<LineReader> lines,
                                                     const TraceOptions& opts);
 

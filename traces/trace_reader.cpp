@@ -42,16 +42,18 @@ std::string detect_from_keys(const std::string& path, LineReader& lines) {
     throw InputError(path, ln,
                      std::string("cannot detect the trace format: the first line is not a JSON object (") +
                          simdjson::error_message(err) + "); pass --format");
-  bool mooncake = false, native = false, conversations = false;
+  bool mooncake = false, native = false, conversations = false, bailian = false;
   std::string keys;
   for (auto field : obj) {
     const std::string_view k = field.key;
     if (k == "requests") conversations = true;
+    if (k == "chat_id" || k == "parent_chat_id") bailian = true;  // Mooncake's keys plus these
     if (k == "timestamp" || k == "input_length" || k == "output_length") mooncake = true;
     if (k == "t" || k == "tokens" || k == "output_len" || k == "prompt_len") native = true;
     keys += (keys.empty() ? "" : ", ") + std::string(k);
   }
   if (conversations) return "kvcache-tester";
+  if (bailian && mooncake && !native) return "bailian";
   if (mooncake && !native) return "mooncake";
   if (native && !mooncake) return "native";
   throw InputError(path, ln, "cannot detect the trace format from the keys of the first object (" + keys +
@@ -59,7 +61,7 @@ std::string detect_from_keys(const std::string& path, LineReader& lines) {
 }
 
 void check_options(const TraceOptions& opts) {
-  if (opts.format != "auto" && opts.format != "native" && opts.format != "mooncake" &&
+  if (opts.format != "auto" && opts.format != "native" && opts.format != "mooncake" && opts.format != "bailian" &&
       opts.format != "kvcache-tester")
     throw InputError("unknown trace format \"" + opts.format + "\" (expected one of " + kTraceFormats + ")");
   if (opts.trace_block_size < 0 || opts.trace_block_size > (1 << 20))
@@ -69,7 +71,7 @@ void check_options(const TraceOptions& opts) {
 }
 
 void expect_conversations(const std::string& path, const TraceOptions& opts, const char* what) {
-  if (opts.format == "native" || opts.format == "mooncake")
+  if (opts.format == "native" || opts.format == "mooncake" || opts.format == "bailian")
     throw InputError(path, 1, std::string(what) + " holds kv-cache-tester conversations, not a " + opts.format +
                                   " trace");
 }
@@ -103,6 +105,7 @@ std::unique_ptr<RequestSource> open_trace(const std::string& path, const TraceOp
   const std::string format = opts.format == "auto" ? detect_from_keys(path, *lines) : opts.format;
   if (format == "native") return make_native_source(path, std::move(lines), opts);
   if (format == "mooncake") return make_mooncake_source(path, std::move(lines), opts);
+  if (format == "bailian") return make_bailian_source(path, std::move(lines), opts);
   return open_kvcache_file(path, std::make_unique<RestOfLines>(std::move(lines)), opts);
 }
 

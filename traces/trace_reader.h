@@ -7,6 +7,9 @@
 //                   lora, mm
 //   mooncake        JSONL: timestamp (ms), input_length, output_length,
 //                   hash_ids of trace_block_size-token blocks (512)
+//   bailian         Qwen-Bailian JSONL: chat_id, parent_chat_id, timestamp
+//                   (s), input_length, output_length, type, turn, hash_ids of
+//                   16-token blocks (content hashes, chained like vLLM's)
 //   kvcache-tester  a folder or tar archive of per-conversation JSON files
 //                   (64-token hash ids local to each file), or one such file
 // Any JSONL or single file may be gzip- or zstd-compressed; a tar may be
@@ -22,8 +25,8 @@
 namespace prefixsim {
 
 struct TraceOptions {
-  std::string format = "auto";   // auto | native | mooncake | kvcache-tester
-  // Tokens per trace hash id. 0 = the format's default: 512 for Mooncake,
+  std::string format = "auto";   // auto | native | mooncake | bailian | kvcache-tester
+  // Tokens per trace hash id. 0 = the format's default: 512 for Mooncake, 16 for Bailian,
   // the file's block_size (64) for kv-cache-tester; native lines with
   // hash_ids carry their own block_size and fall back to this.
   int32_t trace_block_size = 0;
@@ -40,6 +43,6 @@ struct TraceOptions {
 std::unique_ptr<RequestSource> open_trace(const std::string& path, const TraceOptions& opts);
 
 // The format names open_trace accepts in TraceOptions::format.
-inline constexpr const char* kTraceFormats = "auto, native, mooncake, kvcache-tester";
+inline constexpr const char* kTraceFormats = "auto, native, mooncake, bailian, kvcache-tester";
 
 }  // namespace prefixsim

@@ -26,7 +26,7 @@ int cmd_analyze(const Args& args) {
       ("block-size", po::value<int32_t>()->default_value(16), "engine block size in tokens")
       ("trace-block-size", po::value<int32_t>()->default_value(0),
        "tokens per trace hash id (0: the format's default, 512 for Mooncake)")
-      ("format", po::value<std::string>()->default_value("auto"), "trace format: auto, native, mooncake, kvcache-tester")
+      ("format", po::value<std::string>()->default_value("auto"), "trace format: auto, native, mooncake, bailian, kvcache-tester")
       ("sort", "accept a trace whose timestamps go backwards by sorting it (buffers it in memory)")
       ("top", po::value<size_t>()->default_value(10), "how many hottest prefixes to list")
       ("window", po::value<double>()->default_value(60), "working-set window in seconds")

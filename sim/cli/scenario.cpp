@@ -84,7 +84,7 @@ const std::vector<ScenarioOption>& scenario_options() {
        "multiply a trace's gaps between arrivals by F (0.5 = twice the load)"},
       {"seed", "seed", &Scenario::seed, Echo::value, kBoth, "seed for workloads and conversation starts (default 1)"},
       {"format", "format", &Scenario::format, Echo::value, kBoth,
-       "trace format: auto, native, mooncake, kvcache-tester"},
+       "trace format: auto, native, mooncake, bailian, kvcache-tester"},
       {"trace-block-size", "trace_block_size", &Scenario::trace_block_size, Echo::value, kBoth,
        "tokens per trace hash id (default: 512 Mooncake, 64 kv-cache-tester)"},
       {"conversation-rate", "conversation_rate", &Scenario::conversation_rate, Echo::value, kBoth,
