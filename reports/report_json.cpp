@@ -88,6 +88,7 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
     j["engine"] = nullptr;
   }
   j["run"] = ojson{{"refused_requests", r.run.refused_requests},
+                   {"warmup_requests", r.run.warmup_requests ? ojson(*r.run.warmup_requests) : ojson(nullptr)},
                    {"event_fingerprint", r.run.event_fingerprint ? ojson(*r.run.event_fingerprint) : ojson(nullptr)},
                    {"notes", r.run.notes}};
   return j;

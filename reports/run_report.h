@@ -135,6 +135,7 @@ struct SeriesRow {
 // section: report.json's `run` (results never go into `scenario`).
 struct RunFacts {
   uint64_t refused_requests = 0;             // can never fit the pool; not replayed
+  std::optional<uint64_t> warmup_requests;   // --warmup: replayed, left out of every figure
   std::optional<uint64_t> event_fingerprint;  // engine mode: the processed event stream's (EventLoop)
   std::vector<std::string> notes;            // e.g. why the ideal hit rate is not computed
 };

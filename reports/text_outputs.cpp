@@ -119,6 +119,7 @@ std::string render_summary_md(const RunReport& r) {
          std::to_string(l.queries) + " / " + std::to_string(l.hits) + " |\n";
   out += "| lookups after preemption (requests / queries / hits) | " + std::to_string(l.preempted_requests) +
          " / " + std::to_string(l.preempted_queries) + " / " + std::to_string(l.preempted_hits) + " |\n";
+  for (const std::string& n : r.run.notes) out += "\nNote: " + n + ".\n";
   if (!r.timed) {
     out += "\nCache mode: requests replayed one at a time without simulated time, so there is no\n"
            "latency, throughput or engine section.\n";
@@ -171,6 +172,7 @@ std::string render_terminal_summary(const RunReport& r) {
            std::to_string(t.engine.preemptions) + " preemptions\n";
     if (!t.load.saturation_line().empty()) out += "  " + t.load.saturation_line() + "\n";
   }
+  for (const std::string& n : r.run.notes) out += "  note: " + n + "\n";
   return out;
 }
 

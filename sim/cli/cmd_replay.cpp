@@ -110,7 +110,8 @@ int cmd_replay(const Args& args) {
   auto policy = make_policy(s.policy, pctx);
   const std::string policy_name = canonical_policy_name(s.policy);
 
-  auto input = open_scenario_input(s, resolved);
+  const WarmupSource* warmup = nullptr;
+  auto input = open_scenario_input(s, resolved, &warmup);
   IdealHitSource ideal(*input, s.block_size, s.mode == "cache");
 
   RunReport report;
@@ -180,9 +181,11 @@ int cmd_replay(const Args& args) {
       if (steps) steps->file().finish();
       collector.fill(report, res);
       report.timed->load.time_scale = resolved.time_scale;
-      report.trace.requests = res.arrived;
+      // With a warm-up, the trace section describes the counted requests
+      // (run.warmup_requests says how many more were replayed first).
+      report.trace.requests = res.arrived - (warmup ? warmup->marked() : 0);
       report.trace.prompt_tokens = static_cast<uint64_t>(ideal.prompt_tokens());
-      report.trace.output_tokens = res.output_tokens;
+      report.trace.output_tokens = warmup ? collector.counted_output_tokens() : res.output_tokens;
       report.prefix_cache.evictions = pool.evictions();
       report.run.event_fingerprint = res.event_fingerprint;
       refused = res.refused;
@@ -202,6 +205,14 @@ int cmd_replay(const Args& args) {
                                              std::to_string(IdealHitSource::kMaxDistinctBlocks) +
                                              " distinct blocks (bounded memory); prefixsim analyze computes it");
   report.run.refused_requests = refused;
+  if (warmup) {
+    report.run.warmup_requests = warmup->marked();
+    char span[64];
+    std::snprintf(span, sizeof span, "%.3f", warmup->marked_span_s());
+    report.run.notes.push_back("warm-up: the first " + std::to_string(warmup->marked()) +
+                               " requests (arrivals up to " + span +
+                               " s after the first) warmed the cache and are left out of every figure");
+  }
   std::vector<AtomicFile*> also;
   if (steps) also.push_back(&steps->file());
   write_run_outputs(s.out, report, also);

@@ -40,6 +40,7 @@ class ReplayCollector final : public EngineObserver {
     steps_every_ = every;
   }
   uint64_t refused() const { return refused_; }
+  uint64_t counted_output_tokens() const { return counted_output_; }  // of requests that are not warm-up
   const std::string& first_refusal() const { return first_refusal_; }
 
  private:
@@ -63,6 +64,9 @@ class ReplayCollector final : public EngineObserver {
   uint64_t queried_blocks_ = 0, hit_blocks_ = 0;
   double usage_time_ = 0, busy_time_ = 0, usage_max_ = 0;
   TimeNs first_arrival_ = -1, last_arrival_ = 0, last_finish_ = 0;
+  // Requests that warmed the cache (Request::warmup), and the figures of the rest.
+  uint64_t warm_finished_ = 0, counted_finished_ = 0;
+  uint64_t counted_prompt_ = 0, counted_hit_ = 0, counted_output_ = 0;
   uint64_t refused_ = 0;
   std::string first_refusal_;
   StepsWriter* steps_ = nullptr;

@@ -82,6 +82,10 @@ const std::vector<ScenarioOption>& scenario_options() {
        "arrival rate, requests/s: a workload's, or a trace's arrivals rescaled to this mean rate"},
       {"time-scale", "time_scale", &Scenario::time_scale, Echo::if_changed, kBoth,
        "multiply a trace's gaps between arrivals by F (0.5 = twice the load)"},
+      {"warmup", "warmup", &Scenario::warmup, Echo::if_changed, kForReplay,
+       "replay the first N requests to warm the cache, leaving them out of every figure (a running server)"},
+      {"warmup-seconds", "warmup_seconds", &Scenario::warmup_seconds, Echo::if_changed, kForReplay,
+       "the same for the requests arriving in the first S seconds of the (rescaled) trace"},
       {"seed", "seed", &Scenario::seed, Echo::value, kBoth, "seed for workloads and conversation starts (default 1)"},
       {"format", "format", &Scenario::format, Echo::value, kBoth,
        "trace format: auto, native, mooncake, bailian, kvcache-tester"},
@@ -245,6 +249,9 @@ void validate(const Scenario& s) {
   if (s.time_scale && s.rate) bad("--time-scale", "give --rate or --time-scale, not both (both set the load)");
   if (s.time_scale && s.trace.empty())
     bad("--time-scale", "rescales a trace's arrivals; a workload takes --rate instead");
+  if (s.warmup && *s.warmup < 0) bad("--warmup", "must be >= 0 requests");
+  if (s.warmup_seconds && !(*s.warmup_seconds >= 0 && *s.warmup_seconds < 9.2e9)) bad("--warmup-seconds", "must be >= 0");
+  if (s.warmup && s.warmup_seconds) bad("--warmup", "give --warmup or --warmup-seconds, not both");
   if (!(s.conversation_rate > 0 && s.conversation_rate < 1e9)) bad("--conversation-rate", "must be positive");
   if (!(s.gpu_mem_util > 0 && s.gpu_mem_util <= 1)) bad("--gpu-mem-util", "must be in (0, 1]");
   if (s.tp < 1 || s.tp > 64) bad("--tp", "must be in [1, 64]");

@@ -25,6 +25,8 @@ struct Scenario {
   std::optional<int64_t> requests;      // workload size, or the first N requests of a trace
   std::optional<double> rate;           // arrival rate (req/s): a workload's, or a trace rescaled to it
   std::optional<double> time_scale;     // a trace's gaps between arrivals multiplied by this
+  std::optional<int64_t> warmup;        // the first N requests warm the cache, uncounted
+  std::optional<double> warmup_seconds; // ... or those arriving in the first S seconds
   uint64_t seed = 1;
   std::string format = "auto";
   int32_t trace_block_size = 0;         // 0: the format's default

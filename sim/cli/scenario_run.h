@@ -15,6 +15,7 @@
 #include "sim/cost/profile.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/request_source.h"
+#include "sim/engine/source_filters.h"
 #include "sim/kv/block_pool.h"
 #include "sim/kv/kv_cache_manager.h"
 
@@ -36,8 +37,11 @@ ResolvedScenario resolve_scenario(const Scenario& s);
 // The pool-sizing input of `s`, its size settings included.
 KvSizingInput kv_sizing_input(const Scenario& s, const ResolvedScenario& r);
 SchedulerConfig scheduler_config(const Scenario& s);
-// The workload or the trace, sliced by --requests and rescaled to the load.
-std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const ResolvedScenario& r);
+// The workload or the trace, sliced by --requests, rescaled to the load, and
+// its first part marked as warm-up (--warmup; `warmup`, when given, is set
+// to the marker so the caller can report what it marked).
+std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const ResolvedScenario& r,
+                                                   const WarmupSource** warmup = nullptr);
 
 // One vLLM replica as the scenario describes it: its pool of `num_blocks`
 // under `policy`, the block manager, the cost model and the scheduler.

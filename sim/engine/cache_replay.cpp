@@ -214,7 +214,7 @@ void CacheReplayer::step_impl(const Chain& chain, int64_t prompt_len, int64_t to
 
 CacheReplayResult CacheReplayer::result() const {
   CacheReplayResult r = r_;
-  r.evictions = pool_.evictions();
+  r.evictions = pool_.evictions() - evictions_before_;
   r.hit_rate = r.prompt_tokens > 0 ? static_cast<double>(r.hit_tokens) / static_cast<double>(r.prompt_tokens) : 0;
   r.block_hit_rate =
       r.queried_blocks > 0 ? static_cast<double>(r.hit_blocks) / static_cast<double>(r.queried_blocks) : 0;
@@ -249,12 +249,15 @@ CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64
   BlockHashChain chain;
   std::vector<int32_t> scratch;
   Request r;
+  bool counting = false;
   while (src.next(r)) {
+    if (!r.warmup && !counting) rep.start_counting(), counting = true;  // warm-up requests come first
     r.take_prompt_chain(chain, block_size);  // moved, not copied: r is ours
     hash_output(r, chain, scratch);
     rep.step(chain.hashes(), r.prompt_len, r.prompt_len + r.output_len);
     if (after_each && !after_each(rep)) break;
   }
+  if (!counting) rep.start_counting();  // the whole trace warmed the cache: nothing counted
   return rep.result();
 }
 

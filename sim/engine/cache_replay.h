@@ -87,6 +87,15 @@ class CacheReplayer {
   void step_keys(std::span<const uint32_t> keys, std::span<const BlockHash> key_hashes, int64_t prompt_len,
                  int64_t total_len);
   CacheReplayResult result() const;
+  // Starts the figures from zero (the requests so far warmed the cache).
+  void start_counting() {
+    r_ = CacheReplayResult{};
+    evictions_before_ = pool_.evictions();
+    counting_ = true;
+  }
+  // Whether start_counting() was called (the streaming replay calls it at
+  // the first request that is not a warm-up one).
+  bool counting() const { return counting_; }
   // The running totals (result() without its derived ratios), free to read after every request.
   const CacheReplayResult& totals() const { return r_; }
   const BlockPool& pool() const { return pool_; }
@@ -99,6 +108,8 @@ class CacheReplayer {
   BlockPool pool_;
   bool check_;
   uint64_t seq_ = 0;
+  uint64_t evictions_before_ = 0;  // at start_counting()
+  bool counting_ = false;
   CacheReplayResult r_;
   std::vector<BlockId> table_;
 };

@@ -104,7 +104,7 @@ class IdealHitSource final : public RequestSource {
 
   bool next(Request& out) override {
     if (!inner_.next(out)) return false;
-    prompt_tokens_ += out.prompt_len;
+    if (!out.warmup) prompt_tokens_ += out.prompt_len;
     if (overflowed_) {
       out.prompt_chain = BlockHashChain{};
       return true;
@@ -119,6 +119,7 @@ class IdealHitSource final : public RequestSource {
     for (int64_t k = 0; k + 1 < out.output_len; ++k) outputs_.push_back(out.output_token(key, k));  // kv_len()
     chain_.append_tokens(outputs_);
     insert_from(hit);
+    if (out.warmup) return true;  // its blocks warm the ideal cache; its hits are not counted
     hit_tokens_ += static_cast<int64_t>(hit) * block_size_;
     counted_tokens_ += out.prompt_len;
     return true;

@@ -80,6 +80,7 @@ void Request::clear() {
   output_tokens.clear();
   session.clear();
   extras = HashExtras{};
+  warmup = false;
   prompt_chain.reset(prompt_chain.block_size(), nullptr);
 }
 

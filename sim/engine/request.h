@@ -30,6 +30,9 @@ struct Request {
   std::vector<int32_t> output_tokens;  // recorded outputs, if the trace has them
   std::string session;                 // conversation / session id ("" if none)
   HashExtras extras;                   // salt, LoRA, multimodal inputs
+  // Replayed to warm the cache, left out of every figure (--warmup): the
+  // first part of a trace plays a server that has been running.
+  bool warmup = false;
 
   // The prompt's hash chain, when a stage upstream already computed it (the
   // replay's ideal-hit-rate pass does), so the scheduler does not hash the

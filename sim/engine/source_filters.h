@@ -49,4 +49,34 @@ class RescaledSource final : public RequestSource {
   TimeNs first_ = 0;
 };
 
+// Marks the requests that warm the cache (Request::warmup): the first
+// `requests`, and every one arriving within `seconds` of the first arrival.
+// The rest are counted. Keeps how many it marked and up to when.
+class WarmupSource final : public RequestSource {
+ public:
+  WarmupSource(std::unique_ptr<RequestSource> inner, int64_t requests, double seconds)
+      : inner_(std::move(inner)), requests_(requests), seconds_(seconds) {}
+  bool next(Request& out) override {
+    if (!inner_->next(out)) return false;
+    if (seen_++ == 0) first_ = out.arrival;
+    out.warmup = warming_ && (static_cast<int64_t>(seen_) <= requests_ ||
+                              static_cast<double>(out.arrival - first_) / 1e9 < seconds_);
+    warming_ = out.warmup;  // once one request counts, all after it do
+    if (out.warmup) ++marked_, last_warm_ = out.arrival - first_;
+    return true;
+  }
+  std::string format() const override { return inner_->format(); }
+  std::string origin() const override { return inner_->origin(); }
+  uint64_t marked() const { return marked_; }
+  double marked_span_s() const { return static_cast<double>(last_warm_) / 1e9; }  // first to last warm arrival
+
+ private:
+  std::unique_ptr<RequestSource> inner_;
+  int64_t requests_;
+  double seconds_;
+  bool warming_ = true;
+  uint64_t seen_ = 0, marked_ = 0;
+  TimeNs first_ = 0, last_warm_ = 0;
+};
+
 }  // namespace prefixsim

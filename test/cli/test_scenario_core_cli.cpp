@@ -181,3 +181,50 @@ TEST_CASE("cache mode fills series.csv per span of requests, summing to the repo
   CHECK(hits == rep["prefix_cache"]["hit_tokens"].get<uint64_t>());
   CHECK(finished == 1000);
 }
+
+// Three requests, block size 4 (test_replay_cli's tiny trace):
+//   r1 t=0 [1..8]        hits 0 of 8
+//   r2 t=1 [1..10]       hits 8 of 10 (r1's two blocks)
+//   r3 t=2 [1..4, 7x4]   hits 4 of 8
+// Cold: 12/26. Warmed by r1: 12/18. Warmed by r1 and r2 (first 1.5 s): 4/8.
+TEST_CASE("--warmup replays the first requests to warm the cache and leaves them out of every figure",
+          "[cli][scenario][warmup]") {
+  const std::string dir = temp_dir("core-warmup");
+  const std::string trace = write_text_file(dir, "tiny.jsonl",
+      R"({"id":"r1","t":0.0,"tokens":[1,2,3,4,5,6,7,8],"output_len":1})" "\n"
+      R"({"id":"r2","t":1.0,"tokens":[1,2,3,4,5,6,7,8,9,10],"output_len":1})" "\n"
+      R"({"id":"r3","t":2.0,"tokens":[1,2,3,4,7,7,7,7],"output_len":1})" "\n");
+  struct Case {
+    std::vector<std::string> flags;
+    double hit_rate;
+    uint64_t queried, counted_requests;
+    json warm;  // run.warmup_requests
+  };
+  const std::vector<Case> cases = {
+      {{}, 12.0 / 26, 26, 3, nullptr},
+      {{"--warmup", "1"}, 12.0 / 18, 18, 2, 1},
+      {{"--warmup-seconds", "1.5"}, 4.0 / 8, 8, 1, 2},
+  };
+  for (const char* mode : {"cache", "engine"}) {
+    for (const Case& c : cases) {
+      std::vector<std::string> args = {"replay", trace, "--block-size", "4", "--kv-blocks", "64", "--mode", mode,
+                                       "--quiet", "--out", dir + "/o"};
+      args.insert(args.end(), c.flags.begin(), c.flags.end());
+      auto r = run_cli(args);
+      INFO(mode << (c.flags.empty() ? "" : " " + c.flags[0]) << ": " << r.err);
+      REQUIRE(r.rc == 0);
+      const json rep = json_of(dir + "/o/report.json");
+      CHECK(rep["prefix_cache"]["hit_rate"].get<double>() == Approx(c.hit_rate));
+      CHECK(rep["prefix_cache"]["ideal_hit_rate"].get<double>() == Approx(c.hit_rate));  // the pool never evicts
+      CHECK(rep["prefix_cache"]["queried_tokens"] == c.queried);
+      CHECK(rep["trace"]["requests"] == c.counted_requests);
+      CHECK(rep["run"]["warmup_requests"] == c.warm);
+      if (std::string(mode) == "engine") CHECK(rep["latency_ms"]["ttft"]["count"] == c.counted_requests);
+      if (!c.warm.is_null())
+        CHECK(read_file(dir + "/o/summary.md").find("warmed the cache and are left out") != std::string::npos);
+    }
+  }
+  auto both = run_cli({"replay", trace, "--warmup", "1", "--warmup-seconds", "1", "--out", dir + "/b"});
+  CHECK(both.rc == 2);
+  CHECK(both.err.find("--warmup: give --warmup or --warmup-seconds, not both") != std::string::npos);
+}
