@@ -25,7 +25,7 @@ int cmd_analyze(const Args& args) {
       ("trace", po::value<std::string>(), "trace file (any supported format, optionally compressed), or -")
       ("block-size", po::value<int32_t>()->default_value(16), "engine block size in tokens")
       ("trace-block-size", po::value<int32_t>()->default_value(0),
-       "tokens per trace hash id (0: the format's default, 512 for Mooncake)")
+       "tokens per trace hash id (0: the format's default, 512 for Mooncake, 16 for Bailian)")
       ("format", po::value<std::string>()->default_value("auto"), "trace format: auto, native, mooncake, bailian, kvcache-tester")
       ("sort", "accept a trace whose timestamps go backwards by sorting it (buffers it in memory)")
       ("top", po::value<size_t>()->default_value(10), "how many hottest prefixes to list")

@@ -90,7 +90,7 @@ const std::vector<ScenarioOption>& scenario_options() {
       {"format", "format", &Scenario::format, Echo::value, kBoth,
        "trace format: auto, native, mooncake, bailian, kvcache-tester"},
       {"trace-block-size", "trace_block_size", &Scenario::trace_block_size, Echo::value, kBoth,
-       "tokens per trace hash id (default: 512 Mooncake, 64 kv-cache-tester)"},
+       "tokens per trace hash id (default: 512 Mooncake, 16 Bailian, 64 kv-cache-tester)"},
       {"conversation-rate", "conversation_rate", &Scenario::conversation_rate, Echo::value, kBoth,
        "kv-cache-tester conversations started per second (default 1)"},
       {"sort", "sort", &Scenario::sort, Echo::value, kBoth,
