@@ -30,8 +30,6 @@
 namespace prefixsim {
 namespace {
 
-constexpr double kMaxSeconds = 9.2e9;  // int64 nanoseconds hold about 292 years
-
 class BailianSource final : public JsonlSource {
  public:
   BailianSource(std::string path, std::unique_ptr<LineReader> lines, const TraceOptions& opts)
@@ -61,9 +59,7 @@ class BailianSource final : public JsonlSource {
         parent = f.get_int(v, k, -1, INT64_MAX);
       } else if (k == "timestamp") {
         mark(kTimestamp, k);
-        const double s = f.get_nonneg_number(v, k);
-        if (s > kMaxSeconds) f.fail("field \"timestamp\": " + std::to_string(s) + " s is absurdly late");
-        out.arrival = static_cast<TimeNs>(std::llround(s * 1e9));
+        out.arrival = seconds_to_ns(f, f.get_nonneg_number(v, k), "timestamp");
       } else if (k == "input_length") {
         mark(kInput, k);
         out.prompt_len = f.get_int(v, k, 1, kMaxTokens);

@@ -12,16 +12,6 @@
 namespace prefixsim {
 namespace {
 
-// Largest arrival time that fits int64 nanoseconds (about 292 years).
-constexpr double kMaxSeconds = 9.2e9;
-
-TimeNs seconds_to_ns(const JsonFields& f, double s, const char* key) {
-  if (s > kMaxSeconds) f.fail(std::string("field \"") + key + "\": " + std::to_string(s) + " s is absurdly late");
-  // Exact for the decimals the native writer produces below ~10^6 s: the
-  // double's error (2^-53 relative) stays under half a nanosecond there.
-  return static_cast<TimeNs>(std::llround(s * 1e9));
-}
-
 // Multimodal hash: up to 32 hex digits are the 128-bit value itself (what
 // the writer's to_hex produces, so it round-trips); a longer digest (e.g. a
 // sha256) is folded to 128 bits with XXH3-128.

@@ -8,6 +8,14 @@
 
 namespace prefixsim {
 
+TimeNs seconds_to_ns(const JsonFields& f, double s, const char* key) {
+  constexpr double kMaxSeconds = 9.2e9;  // int64 nanoseconds hold about 292 years
+  if (s > kMaxSeconds) f.fail(std::string("field \"") + key + "\": " + std::to_string(s) + " s is absurdly late");
+  // Exact for the decimals the native writer produces below ~10^6 s: the
+  // double's error (2^-53 relative) stays under half a nanosecond there.
+  return static_cast<TimeNs>(std::llround(s * 1e9));
+}
+
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 

@@ -45,6 +45,10 @@ class JsonFields {
   long line_;
 };
 
+// A trace's arrival time in seconds as int64 nanoseconds; a time past about
+// 292 years (the int64 range) fails naming `key`.
+TimeNs seconds_to_ns(const JsonFields& f, double s, const char* key);
+
 // Largest accepted prompt or output, in tokens: beyond this a length is a
 // corrupt field, not a request.
 inline constexpr int64_t kMaxTokens = 100'000'000;
