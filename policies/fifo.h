@@ -12,6 +12,8 @@
 // invariant. Searches skip each in-use block once per pass instead of
 // sifting a heap of all free blocks (`cursor=false` keeps that heap, with
 // the same evictions: the reference the tests compare against).
+// Equal to textbook FIFO eviction for eviction on single-block streams
+// (test/policies/test_policy_differential.cpp).
 #pragma once
 
 #include <vector>

@@ -8,6 +8,13 @@
 // vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue, block_pool.py.
 // It must keep matching the vLLM goldens block for block, so unlike the other
 // policies it does not prefer never-used blocks over cached ones.
+// So it differs from textbook LRU: a request's uncached partial last block
+// is freed into the same queue, and later requests take it, or a cached
+// block ahead of it, from the head. On a stream of one-block prompts (block
+// + 1 token) an object stays cached iff the accesses since its last use
+// plus the distinct objects used since number at most C: about C/2 objects
+// of LRU order, not C (test/policies/test_policy_differential.cpp holds
+// this eviction for eviction; leaf-first is textbook LRU there).
 #pragma once
 
 #include "sim/kv/block_pool.h"

@@ -105,7 +105,7 @@ const std::vector<PolicyInfo>& policy_registry() {
        }},
       {"sieve", {}, "SIEVE: FIFO queue, visited bit, a hand that keeps survivors in place",
        [](PolicyParams&, const PolicyContext&) { return std::make_unique<SievePolicy>(); }},
-      {"tinylfu", {"w-tinylfu"}, "W-TinyLFU: LRU window, then a Count-Min-sketch admission test into main LRU; "
+      {"tinylfu", {"w-tinylfu"}, "W-TinyLFU: LRU window, then a Count-Min-sketch admission duel into an SLRU main (probation, protected 0.8); "
        "window=0.01,sample=10",
        [](PolicyParams& p, const PolicyContext&) {
          const auto sample = static_cast<int64_t>(in_range(p, "tinylfu", "sample", 10, 1, 1e6));

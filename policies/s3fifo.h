@@ -11,6 +11,15 @@
 // not, in insertion order; a block in use cannot go, so eviction passes it
 // round to the back of its queue. S's share counts the blocks being filled
 // right now (they are about to enter S). G holds up to c hashes.
+//
+// Parameters, ours | libCacheSim S3FIFO | paper (Algorithm 1):
+//   small      0.1 of the cache | fifo-size-ratio 0.10 | 10 %
+//   promote    1 hit in S | move-to-main-threshold 1 | "accessed" in S
+//   ghost      c hashes | ghost-size-ratio 0.90 | as many as M holds
+//   counter    2 bits (0..3) | 2 bits | 2 bits
+// Where the paged version differs on a single-block stream, and by how
+// much, is stated in test/policies/test_policy_differential.cpp (within 1.5
+// points of the paper's algorithm there).
 #pragma once
 
 #include <algorithm>

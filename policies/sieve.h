@@ -8,6 +8,9 @@
 //
 // Adapted to a paged KV cache: the queue holds every cached block, in use or
 // not; the hand walks past a block in use without touching its bit.
+// Parameters: none (paper, libCacheSim SIEVE). Equal to the paper's
+// Algorithm 1 eviction for eviction on single-block streams
+// (test/policies/test_policy_differential.cpp).
 #pragma once
 
 #include <vector>

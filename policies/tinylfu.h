@@ -1,17 +1,46 @@
-// tinylfu: W-TinyLFU, an LRU cache behind the TinyLFU admission filter
-// (Einziger, Friedman, Manes, "TinyLFU: A Highly Efficient Cache Admission
-// Policy", ACM TOS 2017, section 4.3 and Caffeine's design). Every access of
-// a block hash is counted in a Count-Min sketch (4 rows of saturating 4-bit
-// counters) whose counters are halved every W accesses (W = sample x cache
-// size, default 10): recent frequency in a few bits per block. New content
-// enters a small LRU window (window=0.01 of the cache); a block leaving the
-// window is a candidate for the main LRU, admitted only if its estimate
-// beats that of main's own victim, which is then evicted instead. Without
-// the window, new content could never beat a tie and would always go first.
+// tinylfu: W-TinyLFU (Einziger, Friedman, Manes, "TinyLFU: A Highly
+// Efficient Cache Admission Policy", ACM TOS 2017, section 4.3), laid out as
+// Caffeine lays it out (BoundedLocalCache: evictFromWindow, evictFromMain,
+// admit; FrequencySketch). Three segments of cached blocks:
+//   window     LRU, new content enters here (window=0.01 of the cache)
+//   probation  main's LRU segment for content that left the window
+//   protected  main's LRU segment (0.8 of main) for content hit in probation;
+//              its overflow is demoted to probation's MRU end
+// Every access of a block hash is counted in a Count-Min sketch (4 rows of
+// saturating 4-bit counters) halved every sample x cache-size additions
+// (sample=10). When new content needs a block and the window is full, the
+// window's LRU block is the candidate and probation's LRU block (protected's
+// when probation has none free) the victim: the candidate is admitted to
+// probation, and the victim evicted, only if the sketch estimates it strictly
+// more frequent; otherwise the candidate is evicted. A hit in probation
+// promotes to protected. So one-off content passes through the window
+// and leaves without displacing main.
 //
-// Adapted to a paged KV cache: the window's size counts its blocks in use
-// and the blocks being filled now; only free blocks are candidates or
-// victims, in release order. Never-used blocks are still reused first.
+// Parameters, ours | Caffeine | paper (libCacheSim's WTinyLFU follows Caffeine):
+//   window       0.01 | 0.01 (adaptive "hill climber" from there) | 0.01
+//   protected    0.8 of main | 0.8 | 0.8 (SLRU, as Caffeine)
+//   sample       10 x cache size | 10 x maximum size | W = 10 x C
+//   sketch       4 rows, 4-bit counters, 4 x capacity counters a row |
+//                same layout (16 counters per 64-bit word, 1 word per
+//                capacity) | Count-Min with 4-bit counters
+//   doorkeeper   none | none | optional Bloom filter (not used here)
+//   admission    estimate(candidate) > estimate(victim) | same, plus a
+//                random 1/128 admission of candidates >= 6 against hash
+//                flooding (not done here: the simulator is deterministic)
+// The window size is capacity - floor((1 - window) x capacity), protected's
+// floor(0.8 x (capacity - window)), as Caffeine computes them.
+//
+// Adapted to a paged KV cache: only free (ref count 0) blocks can be
+// candidates or victims; the segments keep their free blocks in release
+// order, and a block in use is counted in its segment but cannot move until
+// it is released (a promotion overflow or a window overflow that finds no
+// free block waits for the next release). Blocks handed out and not yet
+// cached ("pending") count in the window they will join, so the window is
+// full when window + pending > its size. Never-used blocks are still reused
+// first (CachedFirstPolicy), so evictions, and the candidate/victim duel,
+// start only when the pool is full; until then window overflow moves to
+// probation as in Caffeine's fill phase. The test reference
+// (test/policies/reference_policies.h) runs the same rules on objects.
 #pragma once
 
 #include <algorithm>
@@ -27,12 +56,14 @@ namespace prefixsim {
 // periodic halving ("reset" in the paper). Blocked, as Caffeine's
 // FrequencySketch: a key's four counters, one per row, lie in one 64-byte
 // block chosen by its hash (16 counters of each row per block), so an add or
-// an estimate touches one cache line instead of four.
+// an estimate touches one cache line instead of four. Each row has at least
+// 4 x capacity counters: Caffeine's table is one 64-bit word (16 counters)
+// per cached entry, split over its 4 rows.
 class CountMinSketch {
  public:
   void reset(int64_t capacity, int64_t sample) {
     uint64_t w = 64;  // counters per row
-    while (w < static_cast<uint64_t>(capacity)) w <<= 1;
+    while (w < 4 * static_cast<uint64_t>(std::max<int64_t>(capacity, 1))) w <<= 1;
     blocks_.assign(w / kPerRow, Block{});
     block_mask_ = w / kPerRow - 1;
     window_ = std::max<int64_t>(sample * capacity, 16);
@@ -81,62 +112,100 @@ class CountMinSketch {
 
 class TinyLfuPolicy final : public CachedFirstPolicy {
  public:
+  enum Segment : uint8_t { kWindow = 0, kProbation = 1, kProtected = 2 };
   TinyLfuPolicy(int64_t sample, double window) : sample_(sample), window_(window) {}
   std::string name() const override { return "tinylfu"; }
-  bool in_main(BlockId b) const { return main_[b] != 0; }
+  bool in_main(BlockId b) const { return seg_[b] != kWindow; }
+  Segment segment(BlockId b) const { return static_cast<Segment>(seg_[b]); }
   uint32_t estimate(const BlockHash& h) const { return sketch_.estimate(h); }
+  int64_t window_max() const { return window_max_; }
+  int64_t protected_max() const { return protected_max_; }
+  int64_t sample() const { return sample_; }
 
  protected:
   void init(int32_t num_blocks) override {
-    window_free_.reset(num_blocks);
-    main_free_.reset(num_blocks);
-    main_.assign(static_cast<size_t>(num_blocks), 0);
-    sketch_.reset(capacity(), sample_);
-    window_size_ = 0;
+    for (IntrusiveList& l : free_) l.reset(num_blocks);
+    seg_.assign(static_cast<size_t>(num_blocks), kWindow);
+    count_[0] = count_[1] = count_[2] = 0;
+    const int64_t cap = capacity();
+    window_max_ = cap - static_cast<int64_t>((1.0 - window_) * static_cast<double>(cap));
+    protected_max_ = static_cast<int64_t>(0.8 * static_cast<double>(cap - window_max_));
+    sketch_.reset(cap, sample_);
   }
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
-    main_[b] = 0;
-    ++window_size_;
+    seg_[b] = kWindow;
+    ++count_[kWindow];
     sketch_.add(info.hash);
+    rebalance();
   }
   void on_access(BlockId b, bool was_free) override {
-    if (was_free) (main_[b] ? main_free_ : window_free_).unlink(b);
+    if (was_free) free_[seg_[b]].unlink(b);
     sketch_.add(pool().hash_of(b));
-  }
-  void on_release(BlockId b) override { (main_[b] ? main_free_ : window_free_).push_back(b); }
-  BlockId evict() override {
-    for (;;) {
-      const bool window_full = static_cast<double>(window_size_ + num_pending()) > window_ * capacity();
-      if (window_free_.empty() || (!window_full && !main_free_.empty())) return main_free_.pop_front();
-      const BlockId candidate = window_free_.pop_front();
-      --window_size_;
-      const BlockId victim = main_free_.front();
-      if (victim == kNoBlock) {  // nothing in main to compare with: it moves in
-        main_[candidate] = 1;
-        main_free_.push_back(candidate);
-        continue;
-      }
-      if (sketch_.estimate(pool().hash_of(candidate)) > sketch_.estimate(pool().hash_of(victim))) {
-        main_[candidate] = 1;  // admitted: main's victim goes instead
-        main_free_.push_back(candidate);
-        return main_free_.pop_front();
-      }
-      return candidate;
+    if (seg_[b] == kProbation) {  // a second use in main: promote
+      --count_[kProbation];
+      ++count_[kProtected];
+      seg_[b] = kProtected;
+      rebalance();
     }
   }
-  void on_gone(BlockId b, const BlockHash&, uint32_t) override { main_[b] = 0; }
+  void on_release(BlockId b) override {
+    free_[seg_[b]].push_back(b);
+    rebalance();
+  }
+  BlockId evict() override {
+    if (count_[kWindow] + num_pending() > window_max_ && !free_[kWindow].empty()) {
+      const BlockId candidate = free_[kWindow].front();
+      const BlockId victim = main_victim();
+      if (victim != kNoBlock &&
+          sketch_.estimate(pool().hash_of(candidate)) > sketch_.estimate(pool().hash_of(victim))) {
+        move(candidate, kProbation);  // admitted: main's victim goes instead
+        return take(victim);
+      }
+      return take(candidate);
+    }
+    const BlockId victim = main_victim();
+    return victim != kNoBlock ? take(victim) : take(free_[kWindow].front());
+  }
   size_t policy_bytes() const override {
-    return window_free_.bytes() + main_free_.bytes() + main_.capacity() + sketch_.bytes();
+    return free_[0].bytes() + free_[1].bytes() + free_[2].bytes() + seg_.capacity() + sketch_.bytes();
   }
 
  private:
+  // Main's eviction order: probation's LRU, then protected's.
+  BlockId main_victim() const {
+    return !free_[kProbation].empty() ? free_[kProbation].front() : free_[kProtected].front();
+  }
+  // Removes free block b from its segment; it is evicted.
+  BlockId take(BlockId b) {
+    free_[seg_[b]].unlink(b);
+    --count_[seg_[b]];
+    return b;
+  }
+  // Moves free block b to the MRU end of segment s.
+  void move(BlockId b, Segment s) {
+    free_[seg_[b]].unlink(b);
+    --count_[seg_[b]];
+    seg_[b] = s;
+    ++count_[s];
+    free_[s].push_back(b);
+  }
+  // Caffeine's maintenance: protected's overflow is demoted to probation,
+  // the window's (only while the pool fills: afterwards evict() moves or
+  // evicts the window's LRU before the new block joins) to probation too.
+  void rebalance() {
+    while (count_[kProtected] > protected_max_ && !free_[kProtected].empty())
+      move(free_[kProtected].front(), kProbation);
+    while (count_[kWindow] > window_max_ && !free_[kWindow].empty()) move(free_[kWindow].front(), kProbation);
+  }
+
   int64_t sample_;
   double window_;
-  IntrusiveList window_free_;  // free blocks of the window, by release time
-  IntrusiveList main_free_;    // free admitted blocks, by release time
-  std::vector<uint8_t> main_;  // 1: admitted to main
+  int64_t window_max_ = 0;
+  int64_t protected_max_ = 0;
+  IntrusiveList free_[3];      // free blocks of each segment, by release time
+  int64_t count_[3] = {};      // cached blocks of each segment, in use or free
+  std::vector<uint8_t> seg_;   // Segment of each cached block
   CountMinSketch sketch_;
-  int64_t window_size_ = 0;    // cached blocks in the window, in use or free
 };
 
 }  // namespace prefixsim
