@@ -9,6 +9,7 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <queue>
 #include <random>
 #include <vector>
@@ -68,12 +69,25 @@ std::string file_kind(fs::file_type t) {
   }
 }
 
-// Conversation files in storage order. `name` names the file in messages
-// (FILE of "FILE:LINE"); the file's bytes land in `buf` (padded).
+// Conversations in storage order. `name` names the file in messages (FILE
+// of "FILE:LINE"), `line` the line the conversation starts on (1 but in a
+// JSONL of conversations), `session` the Request::session of its requests;
+// its bytes land in `buf` (padded).
+struct ConversationSource {
+  std::string name, session;
+  long line = 1;
+  // The conversation's id when it has no "id" field: the file name up to
+  // its first '.', with ":LINE" in a JSONL of several.
+  std::string default_id() const {
+    const std::string base = base_name(name);
+    const std::string stem = base.substr(0, base.find('.'));
+    return session == base ? stem : stem + ":" + std::to_string(line);
+  }
+};
 class ConversationFiles {
  public:
   virtual ~ConversationFiles() = default;
-  virtual bool next(std::string& name, std::string& buf, size_t& len) = 0;
+  virtual bool next(ConversationSource& where, std::string& buf, size_t& len) = 0;
 };
 
 class FolderFiles final : public ConversationFiles {
@@ -94,10 +108,12 @@ class FolderFiles final : public ConversationFiles {
     if (ec) throw InputError(dir, 1, "cannot read folder: " + ec.message());
     std::sort(paths_.begin(), paths_.end());
   }
-  bool next(std::string& name, std::string& buf, size_t& len) override {
+  bool next(ConversationSource& where, std::string& buf, size_t& len) override {
     if (next_ == paths_.size()) return false;
-    name = paths_[next_++];
-    len = slurp(*open_byte_stream(name), buf, name);
+    where.name = paths_[next_++];
+    where.session = base_name(where.name);
+    where.line = 1;
+    len = slurp(*open_byte_stream(where.name), buf, where.name);
     return true;
   }
 
@@ -131,7 +147,7 @@ class TarFiles final : public ConversationFiles {
   // first, each conversation kept zstd-compressed in memory (JSON shrinks
   // about tenfold at level 1; the claude-code archive's 440 MiB of members
   // take tens of MiB), then handed out sorted by name.
-  bool next(std::string& name, std::string& buf, size_t& len) override {
+  bool next(ConversationSource& where, std::string& buf, size_t& len) override {
     if (!read_all_) {
       std::string member;
       while (read_member(member, buf, len)) {
@@ -150,7 +166,9 @@ class TarFiles final : public ConversationFiles {
     }
     if (next_ == packed_.size()) return false;
     Packed& p = packed_[next_++];
-    name = std::move(p.name);
+    where.name = std::move(p.name);
+    where.session = base_name(where.name);
+    where.line = 1;
     buf.resize(std::max(buf.size(), p.size + simdjson::SIMDJSON_PADDING));
     const size_t n = ZSTD_decompress(buf.data(), p.size, p.bytes.data(), p.bytes.size());
     if (ZSTD_isError(n) || n != p.size) throw InternalError("ZSTD_decompress of a buffered archive member failed");
@@ -251,10 +269,12 @@ class TarFiles final : public ConversationFiles {
 class SingleFile final : public ConversationFiles {
  public:
   SingleFile(std::string path, std::unique_ptr<ByteStream> in) : path_(std::move(path)), in_(std::move(in)) {}
-  bool next(std::string& name, std::string& buf, size_t& len) override {
+  bool next(ConversationSource& where, std::string& buf, size_t& len) override {
     if (!in_) return false;
-    name = path_;
-    len = slurp(*in_, buf, name);
+    where.name = path_;
+    where.session = base_name(path_);
+    where.line = 1;
+    len = slurp(*in_, buf, path_);
     in_.reset();
     return true;
   }
@@ -262,6 +282,49 @@ class SingleFile final : public ConversationFiles {
  private:
   std::string path_;
   std::unique_ptr<ByteStream> in_;
+};
+
+// A JSONL of conversations, one per line: how the WEKA / SemiAnalysis
+// coding-agent traces are published (Hugging Face datasets
+// semianalysisai/cc-traces-weka-*, one row per trace with the fields of a
+// kv-cache-tester file). Read a line at a time, when the replay's clock
+// reaches the conversation. Each line is one trace with its own hash scope
+// (namespaced like a file of a folder). Sessions: the file's name, with
+// ":LINE" when the file holds more than one conversation.
+class JsonlConversations final : public ConversationFiles {
+ public:
+  JsonlConversations(std::string path, std::unique_ptr<LineReader> lines)
+      : path_(std::move(path)), lines_(std::move(lines)) {}
+  bool next(ConversationSource& where, std::string& buf, size_t& len) override {
+    std::string_view line;
+    if (!next_nonblank(line)) return false;
+    where.name = path_;
+    where.line = lines_->line_number();
+    len = line.size();
+    buf.resize(std::max(buf.size(), len + simdjson::SIMDJSON_PADDING));
+    std::copy(line.begin(), line.end(), buf.begin());
+    if (!looked_ahead_) {  // a second conversation after the first?
+      looked_ahead_ = true;
+      std::string_view ahead;
+      if (next_nonblank(ahead)) {
+        several_ = true;
+        lines_->unread();
+      }
+    }
+    where.session = several_ ? base_name(path_) + ":" + std::to_string(where.line) : base_name(path_);
+    return true;
+  }
+
+ private:
+  bool next_nonblank(std::string_view& line) {
+    while (lines_->next(line))
+      if (line.find_first_not_of(" \t\r") != std::string_view::npos) return true;
+    return false;
+  }
+
+  std::string path_;
+  std::unique_ptr<LineReader> lines_;
+  bool looked_ahead_ = false, several_ = false;
 };
 
 // One request of a conversation, delta-encoded against the one before it.
@@ -296,6 +359,8 @@ struct RawRequest {
 };
 
 constexpr uint64_t kTailBit = 1ULL << 63;
+// Times closer than this are one instant (aiperf's join epsilon).
+constexpr double kSameInstantS = 1e-6;
 constexpr int kFileShift = 40;
 
 class KvCacheTesterSource final : public RequestSource {
@@ -344,17 +409,17 @@ class KvCacheTesterSource final : public RequestSource {
   };
 
   void load_next() {
-    std::string name;
+    ConversationSource where;
     size_t len = 0;
-    if (!files_->next(name, buf_, len)) {
+    if (!files_->next(where, buf_, len)) {
       files_done_ = true;
       return;
     }
     const uint32_t k = static_cast<uint32_t>(loaded_++);
-    if (k + 1 >= (1u << 22)) throw InputError(name, 1, "too many conversation files (more than 4 million)");
+    if (k + 1 >= (1u << 22)) throw InputError(where.name, where.line, "too many conversations (more than 4 million)");
     auto c = std::make_unique<Conversation>();
     c->start = next_start_;
-    parse(name, len, k, *c);
+    parse(where, len, k, *c);
     // The next conversation starts an exponential gap later (Poisson process).
     const double u = (static_cast<double>(rng_() >> 11) + 0.5) * 0x1.0p-53;
     start_s_ += -std::log(u) / opts_.conversation_rate;
@@ -365,15 +430,15 @@ class KvCacheTesterSource final : public RequestSource {
     convs_[k] = std::move(c);
   }
 
-  void parse(const std::string& name, size_t len, uint32_t k, Conversation& c) {
-    const JsonFields f(name, 1);
+  void parse(const ConversationSource& where, size_t len, uint32_t k, Conversation& c) {
+    const JsonFields f(where.name, where.line);
     element doc;
     if (const auto err = parser_.parse(buf_.data(), len, false).get(doc))
       f.fail(std::string("invalid JSON: ") + simdjson::error_message(err));
     simdjson::dom::object top;
     if (doc.get_object().get(top)) f.fail("expected a JSON object (one conversation)");
-    c.session = base_name(name);
-    c.id = c.session.substr(0, c.session.find('.'));
+    c.session = where.session;
+    c.id = where.default_id();
     bool global = false, have_requests = false;
     c.block_size = opts_.trace_block_size > 0 ? opts_.trace_block_size : 64;
     simdjson::dom::array requests;
@@ -432,8 +497,22 @@ class KvCacheTesterSource final : public RequestSource {
     c.pool.shrink_to_fit();
   }
 
+  // The earliest "t" among the objects of `arr` (their own; not nested
+  // deeper), or +inf; values are checked where the requests are collected.
+  static double earliest_t(simdjson::dom::array arr) {
+    double first = std::numeric_limits<double>::infinity();
+    for (element item : arr) {
+      double t = 0;
+      if (item["t"].get_double().get(t) == simdjson::SUCCESS) first = std::min(first, t);
+      int64_t ti = 0;
+      if (item["t"].get_int64().get(ti) == simdjson::SUCCESS) first = std::min(first, static_cast<double>(ti));
+    }
+    return first;
+  }
+
   // Gathers the requests of `arr` (recursing into subagents, whose nested
-  // requests are timed from the subagent's start `base` + its t).
+  // requests are timed from `base`: the subagent's start or, for absolute
+  // nested times, the parent's own base).
   void collect(const JsonFields& f, simdjson::dom::array arr, const std::string& where, double base, int64_t bs,
                uint32_t& seq) {
     size_t i = 0;
@@ -459,7 +538,14 @@ class KvCacheTesterSource final : public RequestSource {
       if (t > 9.2e9) f.fail("field \"" + at + ".t\": absurdly late");
       if (subagent) {
         if (!have_nested) f.fail("missing field \"" + at + ".requests\" of a subagent");
-        collect(f, nested, at + ".requests", base + t, bs, seq);
+        // Nested times: relative to the subagent's start in kv-cache-tester's
+        // claude-code files (the first is 0), on the parent's clock in WEKA's
+        // captures (none before the spawn). The rule of SemiAnalysis's aiperf
+        // WEKA loader (weka_trace.py): a nested time before the spawn means
+        // relative. Decided per subagent, from its earliest nested time.
+        const double first = earliest_t(nested);
+        const bool relative = first + kSameInstantS < t;
+        collect(f, nested, at + ".requests", relative ? base + t : base, bs, seq);
         continue;
       }
       if (in < 0) f.fail("missing field \"" + at + ".in\"");
@@ -502,6 +588,12 @@ std::unique_ptr<RequestSource> open_kvcache_folder(const std::string& path, cons
 std::unique_ptr<RequestSource> open_kvcache_tar(const std::string& path, std::unique_ptr<ByteStream> bytes,
                                                 const TraceOptions& opts) {
   return std::make_unique<KvCacheTesterSource>(path, std::make_unique<TarFiles>(path, std::move(bytes)), opts);
+}
+
+std::unique_ptr<RequestSource> open_kvcache_jsonl(const std::string& path, std::unique_ptr<LineReader> lines,
+                                                  const TraceOptions& opts) {
+  return std::make_unique<KvCacheTesterSource>(path, std::make_unique<JsonlConversations>(path, std::move(lines)),
+                                               opts);
 }
 
 std::unique_ptr<RequestSource> open_kvcache_file(const std::string& path, std::unique_ptr<ByteStream> bytes,

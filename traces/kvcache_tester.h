@@ -7,7 +7,17 @@
 // of the k-th file becomes ((k + 1) << 40) | x, never equal to an id of any
 // other file. A file's ids cover only its full blocks (len = floor(in / 64));
 // the partial tail, whose content is unknown, gets a fresh id of its own.
-// "subagent" entries hold nested requests, timed from the subagent's start.
+// "subagent" entries hold nested requests, timed from the subagent's start
+// (claude-code files) or on the parent's clock (WEKA captures: no nested
+// time before the spawn); they share their parent file's hash scope.
+//
+// WEKA / SemiAnalysis coding-agent traces (github callanjfox/kv-cache-tester
+// docs/trace_replay_tester.md; the Hugging Face datasets
+// semianalysisai/cc-traces-weka-*, read by SemiAnalysisAI/aiperf's
+// weka_trace.py) are the same JSON, published one conversation per line: a
+// JSONL whose first line is a conversation object is read a line at a time,
+// each line a conversation with its own hash scope ("local": namespaced per
+// line like a folder's files; "global": shared across the whole corpus).
 //
 // Conversation starts follow a seeded Poisson process at
 // TraceOptions::conversation_rate (the first at t = 0); the k-th conversation
@@ -45,6 +55,10 @@ std::unique_ptr<RequestSource> open_kvcache_folder(const std::string& path, cons
 // knows: xz, gzip, zstd, bzip2, or none); `path` names it in messages.
 std::unique_ptr<RequestSource> open_kvcache_tar(const std::string& path, std::unique_ptr<ByteStream> bytes,
                                                 const TraceOptions& opts);
+// A JSONL of conversations, one per line (WEKA / SemiAnalysis datasets;
+// a one-line conversation file reads the same as open_kvcache_file).
+std::unique_ptr<RequestSource> open_kvcache_jsonl(const std::string& path, std::unique_ptr<LineReader> lines,
+                                                  const TraceOptions& opts);
 // One conversation file (already decompressed).
 std::unique_ptr<RequestSource> open_kvcache_file(const std::string& path, std::unique_ptr<ByteStream> bytes,
                                                  const TraceOptions& opts);

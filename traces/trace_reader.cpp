@@ -60,6 +60,19 @@ std::string detect_from_keys(const std::string& path, LineReader& lines) {
                                  "); pass --format (" + kTraceFormats + ")");
 }
 
+// Whether the first non-blank line is a whole JSON object (a JSONL), rather
+// than the start of a pretty-printed document. Leaves the reader before it.
+bool first_line_is_object(LineReader& lines) {
+  std::string_view line;
+  while (lines.next(line))
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos) break;
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return false;
+  lines.unread();
+  simdjson::dom::parser parser;
+  simdjson::dom::object obj;
+  return parser.parse(line.data(), line.size(), false).get_object().get(obj) == simdjson::SUCCESS;
+}
+
 void check_options(const TraceOptions& opts) {
   if (opts.format != "auto" && opts.format != "native" && opts.format != "mooncake" && opts.format != "bailian" &&
       opts.format != "kvcache-tester")
@@ -106,6 +119,9 @@ std::unique_ptr<RequestSource> open_trace(const std::string& path, const TraceOp
   if (format == "native") return make_native_source(path, std::move(lines), opts);
   if (format == "mooncake") return make_mooncake_source(path, std::move(lines), opts);
   if (format == "bailian") return make_bailian_source(path, std::move(lines), opts);
+  // kv-cache-tester JSON: one conversation per line (WEKA / SemiAnalysis
+  // JSONL, or a one-line file), else one pretty-printed conversation.
+  if (first_line_is_object(*lines)) return open_kvcache_jsonl(path, std::move(lines), opts);
   return open_kvcache_file(path, std::make_unique<RestOfLines>(std::move(lines)), opts);
 }
 

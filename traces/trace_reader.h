@@ -11,7 +11,8 @@
 //                   (s), input_length, output_length, type, turn, hash_ids of
 //                   16-token blocks (content hashes, chained like vLLM's)
 //   kvcache-tester  a folder or tar archive of per-conversation JSON files
-//                   (64-token hash ids local to each file), or one such file
+//                   (64-token hash ids local to each file), one such file,
+//                   or a JSONL of them, one per line (WEKA / SemiAnalysis)
 // Any JSONL or single file may be gzip- or zstd-compressed; a tar may be
 // compressed with anything libarchive reads (xz, gzip, zstd, bzip2).
 #pragma once
