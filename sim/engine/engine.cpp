@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/base/error.h"
+#include "sim/engine/arrivals.h"
 
 namespace prefixsim {
 
@@ -12,58 +13,60 @@ namespace {
 // Priorities at one instant: apply the step that ended, then arrivals, then
 // start the next step (so it sees those arrivals).
 constexpr int32_t kPrioStepDone = 0;
-constexpr int32_t kPrioArrival = 1;
-constexpr int32_t kPrioStartStep = 2;
+constexpr int32_t kPrioStartStep = 2;  // arrivals (arrivals.cpp) run at 1, between the two
 
 }  // namespace
 
 Engine::Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, const TokenSource* tokens)
-    : kv_(kv), exec_(exec), sched_(cfg, kv, tokens ? *tokens : kTraceTokens) {}
+    : kv_(kv),
+      exec_(exec),
+      sched_(cfg, kv, tokens ? *tokens : kTraceTokens),
+      own_loop_(std::make_unique<EventLoop>()),
+      loop_(*own_loop_) {}
 
-bool Engine::pull(RequestSource& source) {
-  if (!source.next(next_)) return false;
-  if (next_.arrival < last_arrival_)
-    throw InputError(origin_ + ": request '" + next_.id + "' arrives at " + std::to_string(next_.arrival) +
-                     " ns, before the previous request (" + std::to_string(last_arrival_) +
-                     " ns); requests must be sorted by arrival time");
-  last_arrival_ = next_.arrival;
-  loop_.schedule(std::max(next_.arrival, loop_.now()), kPrioArrival, kArrival, res_.arrived + 1);
-  return true;
-}
+Engine::Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, EventLoop& loop, uint32_t index,
+               const TokenSource* tokens)
+    : kv_(kv),
+      exec_(exec),
+      sched_(cfg, kv, tokens ? *tokens : kTraceTokens),
+      loop_(loop),
+      index_(index),
+      kind_base_(index * kKindsPerReplica) {}
 
 void Engine::request_start() {
   if (step_in_flight_ || start_pending_) return;
-  loop_.schedule(loop_.now(), kPrioStartStep, kStartStep, res_.steps);
+  loop_.schedule(loop_.now(), kPrioStartStep, kind_base_ + kStartStep, res_.steps);
   start_pending_ = true;
 }
 
-void Engine::on_arrival() {
+void Engine::accept(Request&& next) {
   ++res_.arrived;
   const SchedulerConfig& cfg = sched_.config();
   // The most a request will ever hold: its prompt and all outputs but the
   // last (the last sampled token is never computed), capped by max_model_len.
-  int64_t max_tokens = std::max<int64_t>(next_.output_len, 1);
+  int64_t max_tokens = std::max<int64_t>(next.output_len, 1);
   std::string why;
-  if (next_.prompt_len <= 0) {
+  if (next.prompt_len <= 0) {
     why = "its prompt is empty";
-  } else if (cfg.max_model_len > 0 && next_.prompt_len >= cfg.max_model_len) {
-    why = "its prompt of " + std::to_string(next_.prompt_len) + " tokens leaves no room under max_model_len " +
+  } else if (cfg.max_model_len > 0 && next.prompt_len >= cfg.max_model_len) {
+    why = "its prompt of " + std::to_string(next.prompt_len) + " tokens leaves no room under max_model_len " +
           std::to_string(cfg.max_model_len);
   } else {
-    if (cfg.max_model_len > 0) max_tokens = std::min(max_tokens, cfg.max_model_len - next_.prompt_len);
-    why = sched_.never_fits(next_.prompt_len + max_tokens - 1);
+    if (cfg.max_model_len > 0) max_tokens = std::min(max_tokens, cfg.max_model_len - next.prompt_len);
+    why = sched_.never_fits(next.prompt_len + max_tokens - 1);
     if (!why.empty()) why = "its prompt and outputs " + why;
   }
   if (!why.empty()) {
     ++res_.refused;
-    if (obs_) obs_->on_request_refused(next_, why);
+    if (obs_) obs_->on_request_refused(next, why);
     return;
   }
-  const TimeNs arrival = next_.arrival;
-  const SlotId s = sched_.add_request(std::move(next_));
+  const TimeNs arrival = next.arrival;
+  const SlotId s = sched_.add_request(std::move(next));
   if (timing_.size() < sched_.slot_capacity()) timing_.resize(sched_.slot_capacity());
   timing_[s] = Timing{};
   timing_[s].arrival = arrival;
+  queued_prompt_tokens_ += sched_.request(s).prompt_len;
   request_start();
 }
 
@@ -93,6 +96,7 @@ void Engine::start_step() {
       t.hit_tokens = a.hit_tokens;
       res_.admitted_prompt_tokens += static_cast<uint64_t>(sched_.request(a.slot).prompt_len);
       res_.admitted_hit_tokens += static_cast<uint64_t>(a.hit_tokens);
+      queued_prompt_tokens_ -= sched_.request(a.slot).prompt_len;
     }
   }
   const TimeNs d = exec_.step_time(plan.batch);
@@ -100,7 +104,7 @@ void Engine::start_step() {
   step_start_ = now;
   step_in_flight_ = true;
   ++res_.steps;
-  loop_.schedule(now + d, kPrioStepDone, kStepDone, res_.steps);
+  loop_.schedule(now + d, kPrioStepDone, kind_base_ + kStepDone, res_.steps);
 }
 
 void Engine::finish_step() {
@@ -127,6 +131,7 @@ void Engine::finish_step() {
     if (obs_) {
       RequestRecord rec;
       rec.request = &r;
+      rec.replica = index_;
       rec.arrival = t.arrival;
       rec.first_scheduled = t.first_scheduled;
       rec.first_token = t.first_token;
@@ -143,6 +148,7 @@ void Engine::finish_step() {
   res_.prefix_cache += plan.prefix_stats;
   if (obs_) {
     StepRecord st;
+    st.replica = index_;
     st.index = res_.steps;
     st.start = step_start_;
     st.duration = now - step_start_;
@@ -164,33 +170,34 @@ void Engine::finish_step() {
   request_start();
 }
 
-EngineResult Engine::run(RequestSource& source) {
-  if (loop_.processed() > 0 || res_.arrived > 0) throw InternalError("Engine::run called twice");
-  origin_ = source.origin();
-  pull(source);
-  Event ev;
-  while (loop_.pop(ev)) {
-    switch (ev.kind) {
-      case kArrival:
-        on_arrival();
-        pull(source);  // keep exactly one future arrival buffered
-        break;
-      case kStartStep:
-        start_step();
-        break;
-      case kStepDone:
-        finish_step();
-        break;
-      default:
-        throw InternalError("engine: unknown event kind " + std::to_string(ev.kind));
-    }
+void Engine::dispatch(const Event& ev) {
+  switch (ev.kind - kind_base_) {
+    case kStartStep:
+      start_step();
+      break;
+    case kStepDone:
+      finish_step();
+      break;
+    default:
+      throw InternalError("engine: unknown event kind " + std::to_string(ev.kind) + " for replica " +
+                          std::to_string(index_));
   }
+}
+
+EngineResult Engine::finish() {
   if (sched_.num_running() + sched_.num_waiting() > 0)
     throw InternalError("engine: the event loop ran dry with requests still queued");
   res_.end_time = loop_.now();
   res_.events = loop_.processed();
   res_.event_fingerprint = loop_.fingerprint();
   return res_;
+}
+
+EngineResult Engine::run(RequestSource& source) {
+  if (!own_loop_) throw InternalError("Engine::run: a fleet's replica runs under drive_replicas");
+  if (loop_.processed() > 0 || res_.arrived > 0) throw InternalError("Engine::run called twice");
+  Engine* self = this;
+  return drive_replicas(loop_, source, std::span<Engine* const>(&self, 1), [](Request&) { return 0u; }).total;
 }
 
 }  // namespace prefixsim

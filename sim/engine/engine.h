@@ -21,6 +21,13 @@
 // scheduler's slots and in a vector indexed by slot, and is released when the
 // request finishes. Measurements go out through EngineObserver; the engine
 // keeps no per-request history.
+//
+// A fleet (sim/fleet/) runs many Engines on one shared EventLoop: each is
+// built with the loop and its replica index, its step events carry kinds
+// 3*index + {0, 2}, and the arrival driver (sim/engine/arrivals.h) owns the
+// kinds 3*k + 1, pulls the source and hands each arriving request to one
+// replica (accept). A lone Engine's run() is that driver with one replica,
+// so one replica of a fleet behaves, and fingerprints, exactly as before.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +45,7 @@ namespace prefixsim {
 
 struct RequestRecord {
   const Request* request = nullptr;  // valid during the callback only
+  uint32_t replica = 0;              // the engine's index in its fleet
   TimeNs arrival = 0;
   TimeNs first_scheduled = 0;  // start of the step that first admitted it
   TimeNs first_token = 0;      // end of the step that completed its prompt
@@ -58,7 +66,8 @@ struct RequestRecord {
 };
 
 struct StepRecord {
-  uint64_t index = 0;  // 1-based count of steps that ran a batch
+  uint32_t replica = 0;  // the engine's index in its fleet
+  uint64_t index = 0;    // 1-based count of steps that ran a batch (of this replica)
   TimeNs start = 0;
   TimeNs duration = 0;
   int64_t num_seqs = 0;
@@ -106,25 +115,47 @@ struct EngineResult {
 
 class Engine {
  public:
-  // `tokens` defaults to the requests' own outputs (Request::output_token).
+  // Event kinds per replica: replica i's are [3i, 3i + 3); 3i + 1 is the
+  // arrival driver's (arrivals.h).
+  static constexpr uint32_t kKindsPerReplica = 3;
+
+  // A replica alone, on its own event loop (run()). `tokens` defaults to the
+  // requests' own outputs (Request::output_token).
   Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, const TokenSource* tokens = nullptr);
+  // Replica `index` of a fleet whose replicas share `loop`.
+  Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, EventLoop& loop, uint32_t index,
+         const TokenSource* tokens = nullptr);
 
   void set_observer(EngineObserver* obs) { obs_ = obs; }
-  // Replays the whole source. Throws InputError when arrivals go back in time.
+  // Replays the whole source on this replica alone. Throws InputError when
+  // arrivals go back in time.
   EngineResult run(RequestSource& source);
 
+  // The fleet's side (arrivals.h drives these):
+  // `r` arrives at this replica now: queued, or refused when it can never fit.
+  void accept(Request&& r);
+  // Runs one of this replica's events (kind / kKindsPerReplica == index()).
+  void dispatch(const Event& ev);
+  // The totals once the loop ran dry; InternalError when work is left.
+  EngineResult finish();
+
+  uint32_t index() const { return index_; }
   const Scheduler& scheduler() const { return sched_; }
+  const KvCacheManager& kv() const { return kv_; }
+  // Requests queued or running here (a router's load).
+  size_t num_requests() const { return sched_.num_waiting() + sched_.num_running(); }
+  // Prompt tokens of the requests that arrived here and were not admitted
+  // yet (a router's pending-prefill estimate).
+  int64_t queued_prompt_tokens() const { return queued_prompt_tokens_; }
 
  private:
-  enum Kind : uint32_t { kStepDone = 0, kArrival = 1, kStartStep = 2 };
+  enum Kind : uint32_t { kStepDone = 0, kStartStep = 2 };
   // Per-slot measurements of a live request.
   struct Timing {
     TimeNs arrival = 0, first_scheduled = -1, first_token = -1, last_token = -1, max_itl = 0;
     int64_t hit_tokens = 0;
   };
 
-  bool pull(RequestSource& source);
-  void on_arrival();
   void start_step();
   void finish_step();
   void request_start();
@@ -134,11 +165,12 @@ class Engine {
   Executor& exec_;
   Scheduler sched_;
   EngineObserver* obs_ = nullptr;
-  EventLoop loop_;
-  Request next_;  // the one buffered arrival
-  TimeNs last_arrival_ = 0;
-  std::string origin_;
+  std::unique_ptr<EventLoop> own_loop_;  // a lone replica's
+  EventLoop& loop_;
+  uint32_t index_ = 0;
+  uint32_t kind_base_ = 0;  // index_ * kKindsPerReplica
   std::vector<Timing> timing_;  // by slot
+  int64_t queued_prompt_tokens_ = 0;
   bool step_in_flight_ = false;
   bool start_pending_ = false;
   TimeNs step_start_ = 0;
