@@ -12,30 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/base/spec_params.h"
 #include "sim/kv/eviction_policy.h"
 
 namespace prefixsim {
 
 class BlockFuture;
 
-// Parameters given after the colon, with typed getters that reject bad values
-// and report keys nobody asked for.
-class PolicyParams {
- public:
-  PolicyParams() = default;
-  PolicyParams(std::string policy, std::map<std::string, std::string> kv);
-  double get_double(const std::string& key, double fallback);
-  int64_t get_int(const std::string& key, int64_t fallback);
-  bool get_bool(const std::string& key, bool fallback);
-  // Throws InputError naming the first key no getter consumed.
-  void reject_unused() const;
-  const std::map<std::string, std::string>& values() const { return kv_; }
-
- private:
-  std::string policy_;
-  std::map<std::string, std::string> kv_;
-  std::map<std::string, bool> used_;
-};
+// Parameters given after the colon (sim/base/spec_params.h).
+using PolicyParams = SpecParams;
 
 // What a policy may need beyond its parameters. Offline and cost-aware
 // policies get their extra knowledge here.

@@ -162,6 +162,8 @@ json chart_series(const RunReport& r, size_t max_rows = 1500) {
   const size_t k = n > max_rows ? (n + max_rows - 1) / max_rows : 1;
   json start = json::array(), hit = json::array(), kv = json::array(), waiting = json::array(),
        running = json::array();
+  const size_t fleet = n ? r.series.front().replicas.size() : 0;
+  std::vector<json> replica_kv(fleet, json::array());
   for (size_t i = 0; i < n; i += k) {
     const size_t end = std::min(n, i + k);
     uint64_t q = 0, h = 0;
@@ -179,8 +181,15 @@ json chart_series(const RunReport& r, size_t max_rows = 1500) {
     kv.push_back(100.0 * kvs / m);
     waiting.push_back(w / m);
     running.push_back(ru / m);
+    for (size_t f = 0; f < fleet; ++f) {
+      double u = 0;
+      for (size_t j = i; j < end; ++j) u += r.series[j].replicas[f].kv_usage;
+      replica_kv[f].push_back(100.0 * u / m);
+    }
   }
-  return json{{"start", start}, {"hit_rate_pct", hit}, {"kv_usage_pct", kv}, {"waiting", waiting}, {"running", running}};
+  json out{{"start", start}, {"hit_rate_pct", hit}, {"kv_usage_pct", kv}, {"waiting", waiting}, {"running", running}};
+  if (fleet) out["replica_kv_pct"] = replica_kv;
+  return out;
 }
 
 constexpr const char* kRunCharts = R"JS(
@@ -223,6 +232,24 @@ if (D.ttft_cdf.length) {
     {label: 'waiting (queue length)', data: xy(S.start, S.waiting), borderColor: COLORS[4], backgroundColor: COLORS[4]},
     {label: 'running', data: xy(S.start, S.running), borderColor: COLORS[5], backgroundColor: COLORS[5]}
   ], 'requests', {min: 0});
+}
+if (D.replicas && D.replicas.length) {
+  var names = D.replicas.map(function (x, i) { return 'replica ' + i; });
+  charts.push(new Chart(document.getElementById('chart-replicas'), {
+    type: 'bar',
+    data: {labels: names, datasets: [
+      {label: 'requests', data: D.replicas.map(function (x) { return x.requests; }), backgroundColor: COLORS[0], yAxisID: 'y'},
+      {label: 'hit rate (%)', data: D.replicas.map(function (x) { return x.hit_rate_pct; }), backgroundColor: COLORS[1], yAxisID: 'y1'}
+    ]},
+    options: {scales: {y: {position: 'left', min: 0, title: {display: true, text: 'requests'}},
+                       y1: {position: 'right', min: 0, max: 100, grid: {drawOnChartArea: false},
+                            title: {display: true, text: 'hit rate (%)'}}}}
+  }));
+  xTitle = 'simulated time (s)';
+  lineChart('chart-replica-kv', S.replica_kv_pct.map(function (ys, i) {
+    return {label: names[i], data: xy(S.start, ys), borderColor: COLORS[i % COLORS.length],
+            backgroundColor: COLORS[i % COLORS.length], borderWidth: 1};
+  }), 'KV cache usage (%)', {min: 0, max: 100});
 }
 )JS";
 
@@ -279,6 +306,18 @@ std::string render_report_html(const RunReport& r) {
     const LatencySummary& s = t.latency_ms.ttft;
     data["ttft_pct"] = json{{"p50", nullable(s.p50)}, {"p90", nullable(s.p90)}, {"p95", nullable(s.p95)},
                             {"p99", nullable(s.p99)}};
+    if (!r.replicas.empty()) {
+      out += "<h2>Replicas (" + std::to_string(r.replicas.size()) + ", router " +
+             html_escape(r.scenario.value("router", std::string("?"))) + ")</h2>\n<p class=\"sub\">load imbalance "
+             "(max / mean): requests " + num("%.2f", r.imbalance.requests) + ", prompt tokens " +
+             num("%.2f", r.imbalance.prompt_tokens) + "</p>\n<div class=\"chart\"><canvas id=\"chart-replicas\">"
+             "</canvas></div>\n<h2>KV usage per replica over time</h2>\n<div class=\"chart\"><canvas "
+             "id=\"chart-replica-kv\"></canvas></div>\n";
+      json reps = json::array();
+      for (const ReplicaReport& x : r.replicas)
+        reps.push_back(json{{"requests", x.requests}, {"hit_rate_pct", nullable(100.0 * x.hit_rate)}});
+      data["replicas"] = reps;
+    }
   } else {
     out += "<p class=\"note\">Cache mode: requests were replayed one at a time without simulated time, "
            "so there is no latency, queue or throughput to show; the x axis counts requests.</p>\n";

@@ -49,6 +49,12 @@ struct PromWriter {
     header(name, "gauge", help);
     sample(name, v);
   }
+  // A fleet's metric: one series per replica (label replica="i"), as a
+  // data-parallel vLLM deployment exposes one per engine.
+  void per_replica(const std::string& name, const char* type, const std::string& help, const std::vector<double>& v) {
+    header(name, type, help);
+    for (size_t i = 0; i < v.size(); ++i) sample(name, v[i], ",replica=\"" + std::to_string(i) + "\"");
+  }
   void histogram(const std::string& name, const std::string& help, const Histogram& h) {
     header(name, "histogram", help);
     for (size_t i = 0; i <= h.bounds.size(); ++i) {
@@ -90,11 +96,62 @@ std::string model_name(const nlohmann::json& scenario) {
   return "prefixsim";
 }
 
+// A fleet's metrics.prom: per-replica series of what each replica measured,
+// and the fleet's latency histograms (collected over all its requests).
+std::string render_fleet_metrics_prom(const RunReport& r, PromWriter& w) {
+  const TimedResults& t = *r.timed;
+  const size_t n = r.replicas.size();
+  std::vector<double> queries(n), hits(n), prompt(n), preempt(n), usage(n), running(n), waiting(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ReplicaReport& x = r.replicas[i];
+    queries[i] = static_cast<double>(x.lookup_queries);
+    hits[i] = static_cast<double>(x.lookup_hits);
+    prompt[i] = static_cast<double>(x.prompt_tokens);
+    preempt[i] = static_cast<double>(x.preemptions);
+    usage[i] = x.kv_usage_mean;
+  }
+  for (const SeriesRow& s : r.series)
+    for (size_t i = 0; i < n && i < s.replicas.size(); ++i) {
+      running[i] += static_cast<double>(s.replicas[i].running);
+      waiting[i] += static_cast<double>(s.replicas[i].waiting);
+    }
+  for (size_t i = 0; i < n && !r.series.empty(); ++i) {
+    running[i] /= static_cast<double>(r.series.size());
+    waiting[i] /= static_cast<double>(r.series.size());
+  }
+  w.per_replica("vllm:prefix_cache_queries_total", "counter",
+                "Prefix cache queries, in terms of number of queried tokens (every lookup, as vLLM counts it).",
+                queries);
+  w.per_replica("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.",
+                hits);
+  w.per_replica("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", prompt);
+  w.per_replica("vllm:num_preemptions_total", "counter", "Cumulative number of preemptions from the engine.",
+                preempt);
+  w.per_replica("vllm:kv_cache_usage_perc", "gauge",
+                "KV-cache usage. 1 means 100 percent usage (time average over the replica's busy time).", usage);
+  w.per_replica("vllm:num_requests_running", "gauge",
+                "Number of requests in model execution batches (time average over the run).", running);
+  w.per_replica("vllm:num_requests_waiting", "gauge",
+                "Number of requests waiting to be processed (time average over the run).", waiting);
+  w.counter("vllm:generation_tokens", "Number of generation tokens processed (the whole fleet).",
+            static_cast<double>(r.trace.output_tokens));
+  w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds (the whole fleet).",
+              t.ttft_s);
+  w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds (the whole fleet).",
+              t.e2e_s);
+  w.histogram("vllm:request_queue_time_seconds",
+              "Histogram of time spent in WAITING phase for request (the whole fleet).", t.queue_s);
+  w.histogram("vllm:time_per_output_token_seconds",
+              "Histogram of time per output token in seconds (the whole fleet).", t.tpot_s);
+  return w.out;
+}
+
 }  // namespace
 
 std::string render_metrics_prom(const RunReport& r) {
   PromWriter w;
   w.labels = "model_name=\"" + label_value(model_name(r.scenario)) + "\",engine=\"0\"";
+  if (!r.replicas.empty() && r.timed) return render_fleet_metrics_prom(r, w);
   const PrefixCacheLookups& l = r.prefix_cache.lookups;
   w.counter("vllm:prefix_cache_queries",
             "Prefix cache queries, in terms of number of queried tokens (every lookup, as vLLM counts it).",

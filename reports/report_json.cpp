@@ -87,6 +87,27 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
     j["load"] = nullptr;
     j["engine"] = nullptr;
   }
+  if (!r.replicas.empty()) {  // a fleet
+    ojson reps = ojson::array();
+    for (size_t i = 0; i < r.replicas.size(); ++i) {
+      const ReplicaReport& x = r.replicas[i];
+      reps.push_back(ojson{{"replica", i},
+                           {"requests", x.requests},
+                           {"refused_requests", x.refused},
+                           {"prompt_tokens", x.prompt_tokens},
+                           {"hit_tokens", x.hit_tokens},
+                           {"hit_rate", x.hit_rate},
+                           {"ttft_ms", ojson{{"p50", x.ttft_ms.p50}, {"p99", x.ttft_ms.p99}}},
+                           {"kv_usage", ojson{{"mean", x.kv_usage_mean}, {"max", x.kv_usage_max}}},
+                           {"steps", x.steps},
+                           {"preemptions", x.preemptions},
+                           {"evictions", x.evictions}});
+    }
+    j["fleet"] = ojson{{"replicas", r.replicas.size()},
+                       {"imbalance", ojson{{"requests", r.imbalance.requests},
+                                           {"prompt_tokens", r.imbalance.prompt_tokens}}}};
+    j["replicas"] = reps;
+  }
   j["run"] = ojson{{"refused_requests", r.run.refused_requests},
                    {"warmup_requests", r.run.warmup_requests ? ojson(*r.run.warmup_requests) : ojson(nullptr)},
                    {"event_fingerprint", r.run.event_fingerprint ? ojson(*r.run.event_fingerprint) : ojson(nullptr)},

@@ -92,7 +92,8 @@ struct LoadReport {
   double drain_ratio = 0;              // (first arrival to last finish) / arrival_span_s
   double time_scale = 1;               // the factor applied to the trace's gaps (--rate, --time-scale)
   bool saturated = false;              // drain_ratio >= kSaturatedDrainRatio
-  uint64_t replicas_needed = 1;        // about ceil(drain_ratio) when saturated
+  uint64_t replicas = 1;               // replicas that served it (a fleet's size)
+  uint64_t replicas_needed = 1;        // about ceil(drain_ratio * replicas) when saturated
   static constexpr double kSaturatedDrainRatio = 1.25;
   // Fills the derived fields from the raw ones.
   void derive(double last_finish_s);
@@ -116,6 +117,13 @@ struct TimedResults {
   std::vector<CdfPoint> ttft_cdf_ms;  // LatencyAccumulator::cdf_ms
 };
 
+// One replica's state in one interval of the series (fleets only).
+struct ReplicaSample {
+  double kv_usage = 0;          // at the end of the interval
+  uint64_t waiting = 0, running = 0;
+  uint64_t queried_tokens = 0, hit_tokens = 0;  // admitted in the interval
+};
+
 // One interval of the time series (series.csv and the charts). In engine mode
 // an interval is a span of simulated time; in cache mode (no time) a span of
 // requests in arrival order; RunReport::series_axis says which.
@@ -129,6 +137,28 @@ struct SeriesRow {
   uint64_t preemptions = 0;     // in the interval
   uint64_t finished = 0;        // requests finished in the interval
   double prompt_tokens_per_s = 0, output_tokens_per_s = 0;  // computed prompt tokens / produced tokens
+  std::vector<ReplicaSample> replicas;  // by replica; empty unless a fleet (then the row's state sums them,
+                                        // kv_usage is their mean)
+};
+
+// One replica of a fleet (report.json's `replicas`).
+struct ReplicaReport {
+  uint64_t requests = 0;        // finished (counted) requests
+  uint64_t refused = 0;
+  uint64_t prompt_tokens = 0;   // of those requests (admission-based, like the fleet's hit rate)
+  uint64_t hit_tokens = 0;
+  double hit_rate = kNotAvailable;
+  LatencySummary ttft_ms;
+  double kv_usage_mean = 0, kv_usage_max = 0;
+  uint64_t steps = 0, preemptions = 0, evictions = 0;
+  uint64_t lookup_queries = 0, lookup_hits = 0;  // vLLM-counted lookups (PrefixCacheLookups)
+};
+
+// How a fleet shared its load: max over mean of each replica's count (1 is
+// perfectly even; N means one replica took everything).
+struct FleetImbalance {
+  double requests = 0;
+  double prompt_tokens = 0;
 };
 
 // What the run itself found that is neither configuration nor a metric
@@ -152,6 +182,9 @@ struct RunReport {
   RunFacts run;
   std::string series_axis = "time_s";  // "time_s" or "request"
   std::vector<SeriesRow> series;
+  // A fleet (more than one replica): per replica, and the load imbalance.
+  std::vector<ReplicaReport> replicas;
+  FleetImbalance imbalance;
 };
 
 }  // namespace prefixsim

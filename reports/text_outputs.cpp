@@ -43,14 +43,16 @@ void LoadReport::derive(double last_finish_s) {
   served_requests_per_s = last_finish_s > 0 ? static_cast<double>(requests) / last_finish_s : 0;
   drain_ratio = arrival_span_s > 0 ? last_finish_s / arrival_span_s : 0;
   saturated = requests >= 20 && drain_ratio >= kSaturatedDrainRatio;
-  replicas_needed = saturated ? static_cast<uint64_t>(std::ceil(drain_ratio)) : 1;
+  replicas_needed =
+      saturated ? static_cast<uint64_t>(std::ceil(drain_ratio * static_cast<double>(replicas))) : replicas;
 }
 
 std::string LoadReport::saturation_line() const {
   if (!saturated) return "";
   return "saturated: arrivals exceed service by " + fmt("%.1f", drain_ratio) + " x (offered " +
          fmt("%.3g", offered_requests_per_s) + " req/s, served " + fmt("%.3g", served_requests_per_s) +
-         " req/s); about " + std::to_string(replicas_needed) + " replicas would be needed";
+         " req/s); about " + std::to_string(replicas_needed) + " replicas would be needed" +
+         (replicas > 1 ? " (this fleet has " + std::to_string(replicas) + ")" : std::string());
 }
 
 namespace {
@@ -68,7 +70,14 @@ std::string render_series_csv(const RunReport& r) {
   std::string out = r.series_axis == "request" ? "request" : "t_s";
   out +=
       ",hit_rate,queried_tokens,hit_tokens,kv_usage,waiting,running,preemptions,finished,"
-      "prompt_tokens_per_s,output_tokens_per_s\n";
+      "prompt_tokens_per_s,output_tokens_per_s";
+  // A fleet: each replica's state and hit rate, in columns after the fleet's.
+  const size_t fleet = r.series.empty() ? 0 : r.series.front().replicas.size();
+  for (size_t i = 0; i < fleet; ++i) {
+    const std::string p = ",r" + std::to_string(i) + "_";
+    out += p + "hit_rate" + p + "kv_usage" + p + "waiting" + p + "running";
+  }
+  out += '\n';
   for (const SeriesRow& s : r.series) {
     append_double(out, s.start);
     out += ',';
@@ -87,6 +96,17 @@ std::string render_series_csv(const RunReport& r) {
     csv_double(out, s.prompt_tokens_per_s);
     out += ',';
     csv_double(out, s.output_tokens_per_s);
+    for (const ReplicaSample& x : s.replicas) {
+      out += ',';
+      csv_double(out, x.queried_tokens ? static_cast<double>(x.hit_tokens) / static_cast<double>(x.queried_tokens)
+                                       : kNotAvailable);
+      out += ',';
+      csv_double(out, x.kv_usage);
+      for (uint64_t v : {x.waiting, x.running}) {
+        out += ',';
+        append_int(out, static_cast<int64_t>(v));
+      }
+    }
     out += '\n';
   }
   return out;
@@ -100,7 +120,8 @@ std::string render_summary_md(const RunReport& r) {
          r.trace.format + "), " + std::to_string(r.trace.requests) + " requests, " +
          std::to_string(r.trace.prompt_tokens) + " prompt tokens, " + std::to_string(r.trace.output_tokens) +
          " output tokens\n";
-  out += "- KV cache: " + std::to_string(r.kv_cache.num_blocks) + " blocks of " +
+  out += std::string("- KV cache") + (r.replicas.empty() ? "" : " (per replica)") + ": " +
+         std::to_string(r.kv_cache.num_blocks) + " blocks of " +
          std::to_string(r.kv_cache.block_size) + " tokens = " + std::to_string(r.kv_cache.capacity_tokens) +
          " tokens";
   if (r.kv_cache.bytes_per_block)
@@ -155,6 +176,19 @@ std::string render_summary_md(const RunReport& r) {
   out += "| engine steps | " + std::to_string(t.engine.steps) + " |\n";
   out += "| preemptions | " + std::to_string(t.engine.preemptions) + " |\n";
   out += "| KV usage mean / max | " + pct(t.engine.kv_usage_mean) + " / " + pct(t.engine.kv_usage_max) + " |\n";
+  if (!r.replicas.empty()) {
+    out += "\n## Replicas\n\n" + std::to_string(r.replicas.size()) + " replicas behind the " +
+           r.scenario.value("router", std::string("?")) + " router; load imbalance (max / mean): requests " +
+           fmt("%.2f", r.imbalance.requests) + ", prompt tokens " + fmt("%.2f", r.imbalance.prompt_tokens) + ".\n\n";
+    out += "| replica | requests | hit rate | TTFT p50 | TTFT p99 | KV usage mean / max | preemptions |\n"
+           "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (size_t i = 0; i < r.replicas.size(); ++i) {
+      const ReplicaReport& x = r.replicas[i];
+      out += "| " + std::to_string(i) + " | " + std::to_string(x.requests) + " | " + pct(x.hit_rate) + " | " +
+             duration_text(x.ttft_ms.p50) + " | " + duration_text(x.ttft_ms.p99) + " | " + pct(x.kv_usage_mean) +
+             " / " + pct(x.kv_usage_max) + " | " + std::to_string(x.preemptions) + " |\n";
+    }
+  }
   return out;
 }
 
@@ -162,6 +196,10 @@ std::string render_terminal_summary(const RunReport& r) {
   std::string out = "mode " + r.mode + ": " + std::to_string(r.trace.requests) + " requests, KV " +
                     std::to_string(r.kv_cache.num_blocks) + " blocks x " + std::to_string(r.kv_cache.block_size) +
                     " tokens\n";
+  if (!r.replicas.empty())
+    out += "  fleet of " + std::to_string(r.replicas.size()) + " replicas (KV per replica), router " +
+           r.scenario.value("router", std::string("?")) + ", load imbalance (max/mean requests) " +
+           fmt("%.2f", r.imbalance.requests) + "\n";
   out += "  prefix-cache hit rate " + pct(r.prefix_cache.hit_rate) + " (block " + pct(r.prefix_cache.block_hit_rate) +
          "), " + std::to_string(r.prefix_cache.evictions) + " evictions\n";
   if (r.timed) {

@@ -104,6 +104,8 @@ int cmd_replay(const Args& args) {
   }
   if (vm.count("steps-out") && s.mode != "engine")
     throw InputError("--steps-out: only engine mode schedules steps (cache mode has none)");
+  if (vm.count("steps-out") && s.replicas > 1)
+    throw InputError("--steps-out: writes one replica's batches; run it with --replicas 1");
   if (steps_every < 1) throw InputError("--steps-every: must be at least 1");
   PolicyContext pctx;
   pctx.block_size = s.block_size;
@@ -161,12 +163,11 @@ int cmd_replay(const Args& args) {
       refused = r.refused_requests;
       if (refused) first_refusal = "a request needs more blocks than the whole pool";
     } else {
-      Replica replica(s, resolved, kv_size.num_blocks, std::move(policy));
-      BlockPool& pool = replica.pool;
-      Engine& engine = replica.engine;
-      report.scenario["cost_model"] = replica.exec.to_json();
-      ReplayCollector collector(s.block_size, s.series_interval_s, !vm.count("quiet") && ::isatty(2));
-      engine.set_observer(&collector);
+      Fleet fleet(s, resolved, kv_size.num_blocks, s.policy, pctx);
+      report.scenario["cost_model"] = fleet.replicas[0]->exec.to_json();
+      ReplayCollector collector(s.block_size, s.series_interval_s, !vm.count("quiet") && ::isatty(2),
+                                static_cast<uint32_t>(s.replicas));
+      fleet.set_observer(&collector);
       if (vm.count("steps-out")) {
         const std::string source = "prefixsim replay " + (s.trace.empty() ? "workload " + s.workload : s.trace) +
                                    ", policy " + policy_name + ", " + std::to_string(kv_size.num_blocks) +
@@ -176,8 +177,13 @@ int cmd_replay(const Args& args) {
                                               source);
         collector.record_steps(steps.get(), steps_every);
       }
-      if (s.check_invariants) collector.check_pool(&pool);
-      const EngineResult res = engine.run(ideal);
+      if (s.check_invariants) {
+        std::vector<const BlockPool*> pools;
+        for (const auto& r : fleet.replicas) pools.push_back(&r->pool);
+        collector.check_pools(std::move(pools));
+      }
+      const FleetResult fres = fleet.run(ideal);
+      const EngineResult& res = fres.total;
       if (steps) steps->file().finish();
       collector.fill(report, res);
       report.timed->load.time_scale = resolved.time_scale;
@@ -186,7 +192,11 @@ int cmd_replay(const Args& args) {
       report.trace.requests = res.arrived - (warmup ? warmup->marked() : 0);
       report.trace.prompt_tokens = static_cast<uint64_t>(ideal.prompt_tokens());
       report.trace.output_tokens = warmup ? collector.counted_output_tokens() : res.output_tokens;
-      report.prefix_cache.evictions = pool.evictions();
+      std::vector<uint64_t> evictions;
+      for (const auto& r : fleet.replicas) evictions.push_back(r->pool.evictions());
+      report.prefix_cache.evictions = 0;
+      for (uint64_t e : evictions) report.prefix_cache.evictions += e;
+      collector.fill_fleet(report, fres.replicas, evictions);
       report.run.event_fingerprint = res.event_fingerprint;
       refused = res.refused;
       first_refusal = collector.first_refusal();

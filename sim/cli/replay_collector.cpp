@@ -13,8 +13,10 @@ namespace {
 constexpr double kNsPerS = 1e9;
 }
 
-ReplayCollector::ReplayCollector(int32_t block_size, double interval_s, bool progress)
-    : block_size_(block_size), interval_s_(interval_s), progress_(progress) {}
+ReplayCollector::ReplayCollector(int32_t block_size, double interval_s, bool progress, uint32_t replicas)
+    : block_size_(block_size), interval_s_(interval_s), progress_(progress) {
+  if (replicas > 1) replicas_.resize(replicas);
+}
 
 SeriesRow& ReplayCollector::row_at(double t_s) {
   size_t i = static_cast<size_t>(t_s / interval_s_);
@@ -33,6 +35,13 @@ SeriesRow& ReplayCollector::row_at(double t_s) {
         m.kv_usage = n.kv_usage;  // end-of-interval values come from the later half
         m.waiting = n.waiting;
         m.running = n.running;
+        for (size_t r = 0; r < m.replicas.size(); ++r) {
+          const uint64_t q = m.replicas[r].queried_tokens + n.replicas[r].queried_tokens;
+          const uint64_t h = m.replicas[r].hit_tokens + n.replicas[r].hit_tokens;
+          m.replicas[r] = n.replicas[r];
+          m.replicas[r].queried_tokens = q;
+          m.replicas[r].hit_tokens = h;
+        }
         pt += row_prompt_tokens_[k + 1];
         ot += row_output_tokens_[k + 1];
       }
@@ -54,6 +63,10 @@ SeriesRow& ReplayCollector::row_at(double t_s) {
       r.kv_usage = rows_.back().kv_usage;
       r.waiting = rows_.back().waiting;
       r.running = rows_.back().running;
+      r.replicas = rows_.back().replicas;
+      for (ReplicaSample& x : r.replicas) x.queried_tokens = x.hit_tokens = 0;
+    } else {
+      r.replicas.resize(replicas_.size());
     }
     rows_.push_back(r);
     row_prompt_tokens_.push_back(0);
@@ -84,6 +97,15 @@ void ReplayCollector::on_request_finished(const RequestRecord& r) {
   SeriesRow& at_admission = row_at(static_cast<double>(r.first_scheduled) / kNsPerS);
   at_admission.queried_tokens += static_cast<uint64_t>(r.prompt_tokens);
   at_admission.hit_tokens += static_cast<uint64_t>(r.hit_tokens);
+  if (!replicas_.empty()) {
+    at_admission.replicas[r.replica].queried_tokens += static_cast<uint64_t>(r.prompt_tokens);
+    at_admission.replicas[r.replica].hit_tokens += static_cast<uint64_t>(r.hit_tokens);
+    ReplicaAcc& a = replicas_[r.replica];
+    a.ttft.add(static_cast<double>(r.ttft()) / kNsPerS);
+    ++a.finished;
+    a.prompt += static_cast<uint64_t>(r.prompt_tokens);
+    a.hit += static_cast<uint64_t>(r.hit_tokens);
+  }
   row_at(static_cast<double>(r.finish) / kNsPerS).finished += 1;
   ++finished_;
 }
@@ -91,16 +113,39 @@ void ReplayCollector::on_request_finished(const RequestRecord& r) {
 void ReplayCollector::on_step(const StepRecord& s) {
   if (g_interrupted.load(std::memory_order_relaxed)) throw Interrupted{};
   if (steps_ && (s.index - 1) % steps_every_ == 0) steps_->add(s.index, s.plan->batch);
-  if (check_pool_) {
-    const std::string broken = check_pool_->check_invariants();
+  if (s.replica < check_pools_.size()) {
+    const std::string broken = check_pools_[s.replica]->check_invariants();
     if (!broken.empty())
-      throw InternalError("block pool invariant violated after step " + std::to_string(s.index) + ": " + broken);
+      throw InternalError("block pool invariant violated after step " + std::to_string(s.index) +
+                          (replicas_.empty() ? "" : " of replica " + std::to_string(s.replica)) + ": " + broken);
   }
   const double end_s = static_cast<double>(s.start + s.duration) / kNsPerS;
   SeriesRow& row = row_at(end_s);
-  row.kv_usage = s.kv_usage;
-  row.waiting = s.waiting;
-  row.running = s.running;
+  if (replicas_.empty()) {
+    row.kv_usage = s.kv_usage;
+    row.waiting = s.waiting;
+    row.running = s.running;
+  } else {  // the fleet's state: every replica's latest, summed (usage: their mean)
+    ReplicaAcc& a = replicas_[s.replica];
+    a.now.kv_usage = s.kv_usage;
+    a.now.waiting = s.waiting;
+    a.now.running = s.running;
+    a.usage_time += s.kv_usage * static_cast<double>(s.duration);
+    a.busy_time += static_cast<double>(s.duration);
+    a.usage_max = std::max(a.usage_max, s.kv_usage);
+    ReplicaSample& mine = row.replicas[s.replica];
+    mine.kv_usage = s.kv_usage;
+    mine.waiting = s.waiting;
+    mine.running = s.running;
+    double usage = 0;
+    row.waiting = row.running = 0;
+    for (const ReplicaAcc& x : replicas_) {
+      usage += x.now.kv_usage;
+      row.waiting += x.now.waiting;
+      row.running += x.now.running;
+    }
+    row.kv_usage = usage / static_cast<double>(replicas_.size());
+  }
   row.preemptions += static_cast<uint64_t>(s.preempted);
   const size_t i = static_cast<size_t>(end_s / interval_s_);
   row_prompt_tokens_[i] += static_cast<double>(s.prefill_tokens);
@@ -143,6 +188,7 @@ void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
   const uint64_t finished = warm ? counted_finished_ : res.finished;
   t.load.requests = finished;
   t.load.arrival_span_s = first_arrival_ < 0 ? 0 : static_cast<double>(last_arrival_ - first_arrival_) / kNsPerS;
+  t.load.replicas = std::max<uint64_t>(1, replicas_.size());
   t.load.derive(t.duration_s);
   if (t.duration_s > 0) {
     t.throughput.requests_per_s = static_cast<double>(finished) / t.duration_s;
@@ -172,6 +218,38 @@ void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
     report.series[i].prompt_tokens_per_s = row_prompt_tokens_[i] / interval_s_;
     report.series[i].output_tokens_per_s = row_output_tokens_[i] / interval_s_;
   }
+}
+
+void ReplayCollector::fill_fleet(RunReport& report, const std::vector<EngineResult>& results,
+                                 const std::vector<uint64_t>& evictions) const {
+  if (replicas_.empty()) return;
+  report.replicas.clear();
+  double max_req = 0, sum_req = 0, max_prompt = 0, sum_prompt = 0;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    const ReplicaAcc& a = replicas_[i];
+    ReplicaReport r;
+    r.requests = a.finished;
+    r.refused = results[i].refused;
+    r.prompt_tokens = a.prompt;
+    r.hit_tokens = a.hit;
+    r.hit_rate = a.prompt ? static_cast<double>(a.hit) / static_cast<double>(a.prompt) : kNotAvailable;
+    r.ttft_ms = a.ttft.summary_ms();
+    r.kv_usage_mean = a.busy_time > 0 ? a.usage_time / a.busy_time : 0;
+    r.kv_usage_max = a.usage_max;
+    r.steps = results[i].steps;
+    r.preemptions = results[i].preemptions;
+    r.evictions = evictions[i];
+    r.lookup_queries = results[i].prefix_cache.queries;
+    r.lookup_hits = results[i].prefix_cache.hits;
+    report.replicas.push_back(r);
+    max_req = std::max(max_req, static_cast<double>(a.finished));
+    sum_req += static_cast<double>(a.finished);
+    max_prompt = std::max(max_prompt, static_cast<double>(a.prompt));
+    sum_prompt += static_cast<double>(a.prompt);
+  }
+  const double n = static_cast<double>(replicas_.size());
+  report.imbalance.requests = sum_req > 0 ? max_req / (sum_req / n) : 0;
+  report.imbalance.prompt_tokens = sum_prompt > 0 ? max_prompt / (sum_prompt / n) : 0;
 }
 
 bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {

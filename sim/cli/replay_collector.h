@@ -24,7 +24,8 @@ struct Interrupted {};
 
 class ReplayCollector final : public EngineObserver {
  public:
-  ReplayCollector(int32_t block_size, double interval_s, bool progress);
+  // `replicas` > 1: a fleet's collector, which also keeps per-replica figures.
+  ReplayCollector(int32_t block_size, double interval_s, bool progress, uint32_t replicas = 1);
 
   void on_request_finished(const RequestRecord& r) override;
   void on_step(const StepRecord& s) override;
@@ -32,8 +33,13 @@ class ReplayCollector final : public EngineObserver {
 
   // Fills the timed sections, the admission-based prefix figures and the series.
   void fill(RunReport& report, const EngineResult& res) const;
-  // Verify the pool after every step (--check-invariants); InternalError on a violation.
-  void check_pool(const BlockPool* pool) { check_pool_ = pool; }
+  // A fleet's per-replica figures and imbalance (results by replica, from
+  // drive_replicas; evictions by replica).
+  void fill_fleet(RunReport& report, const std::vector<EngineResult>& results,
+                  const std::vector<uint64_t>& evictions) const;
+  // Verify every replica's pool (by replica index) after each of its steps
+  // (--check-invariants); InternalError on a violation.
+  void check_pools(std::vector<const BlockPool*> pools) { check_pools_ = std::move(pools); }
   // --steps-out: every `every`-th step's batch (steps 1, 1 + every, ...) goes to `w`.
   void record_steps(StepsWriter* w, uint64_t every) {
     steps_ = w;
@@ -72,7 +78,15 @@ class ReplayCollector final : public EngineObserver {
   StepsWriter* steps_ = nullptr;
   uint64_t steps_every_ = 1;
 
-  const BlockPool* check_pool_ = nullptr;
+  // Per replica (fleets): what the fleet report and the series' columns need.
+  struct ReplicaAcc {
+    LatencyAccumulator ttft{vllm_ttft_buckets()};
+    uint64_t finished = 0, prompt = 0, hit = 0;
+    double usage_time = 0, busy_time = 0, usage_max = 0;
+    ReplicaSample now;  // the latest state
+  };
+  std::vector<ReplicaAcc> replicas_;  // empty for one replica
+  std::vector<const BlockPool*> check_pools_;
   ProgressLine progress_;
   uint64_t finished_ = 0;
 };

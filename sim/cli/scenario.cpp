@@ -56,6 +56,7 @@ enum class Echo {
   if_changed,     // only when it differs from the default (keys added after
                   // report/1 shipped: earlier reports stay byte-identical)
   never,          // run plumbing (output folder, debug checks), not the scenario
+  with_fleet,     // only when there is more than one replica (a fleet's settings)
 };
 
 struct ScenarioOption {
@@ -100,6 +101,11 @@ const std::vector<ScenarioOption>& scenario_options() {
       {"policy", "policy", &Scenario::policy, Echo::value, kForReplay,
        "eviction policy, name[:key=value,...] (default lru = vLLM)"},
       {"block-size", "block_size", &Scenario::block_size, Echo::value, kBoth, "KV block size in tokens (default 16)"},
+      {"replicas", "replicas", &Scenario::replicas, Echo::with_fleet, kForReplay,
+       "engine mode: a fleet of N replicas of this server behind --router (default 1)"},
+      {"router", "router", &Scenario::router, Echo::with_fleet, kForReplay,
+       "with --replicas: which replica takes each request, name[:key=value,...]: round-robin (default), random, "
+       "least-loaded, session, prefix, kv-aware"},
       {"model", "model", &Scenario::model, Echo::value, kBoth,
        "model from the catalog (default llama-3.1-8b; see prefixsim catalog)"},
       {"gpu", "gpu", &Scenario::gpu, Echo::value, kBoth, "GPU from the catalog (default h100-sxm-80gb)"},
@@ -234,7 +240,7 @@ void validate(const Scenario& s) {
   auto bad = [](const std::string& flag, const std::string& msg) { throw InputError(flag + ": " + msg); };
   const std::pair<const char*, const std::string*> strings[] = {
       {"--trace", &s.trace}, {"--workload", &s.workload}, {"--format", &s.format}, {"--mode", &s.mode},
-      {"--policy", &s.policy}, {"--model", &s.model}, {"--gpu", &s.gpu}, {"--profile", &s.profile},
+      {"--policy", &s.policy}, {"--router", &s.router}, {"--model", &s.model}, {"--gpu", &s.gpu}, {"--profile", &s.profile},
       {"--out", &s.out}};
   for (const auto& [flag, str] : strings)
     if (!valid_utf8(*str)) bad(flag, "must be valid UTF-8 (it goes into report.json)");
@@ -255,6 +261,9 @@ void validate(const Scenario& s) {
   if (!(s.conversation_rate > 0 && s.conversation_rate < 1e9)) bad("--conversation-rate", "must be positive");
   if (!(s.gpu_mem_util > 0 && s.gpu_mem_util <= 1)) bad("--gpu-mem-util", "must be in (0, 1]");
   if (s.tp < 1 || s.tp > 64) bad("--tp", "must be in [1, 64]");
+  if (s.replicas < 1 || s.replicas > 4096) bad("--replicas", "must be in [1, 4096]");
+  if (s.replicas > 1 && s.mode != "engine")
+    bad("--replicas", "a fleet runs in engine mode (cache mode replays one cache, with no time to route by)");
   const int sizes = (s.kv_blocks ? 1 : 0) + (s.kv_tokens ? 1 : 0) + (s.kv_gb ? 1 : 0);
   if (sizes > 1) bad("--kv-blocks/--kv-tokens/--kv-gb", "give at most one of them");
   if (s.max_num_seqs < 1 || s.max_num_seqs > 1 << 20) bad("--max-num-seqs", "must be in [1, 2^20]");
@@ -278,6 +287,7 @@ nlohmann::json to_json(const Scenario& s) {
           if constexpr (requires { v.has_value(); }) x = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
           else x = v;
           if (o.echo == Echo::if_changed && v == defaults.*member) return;
+          if (o.echo == Echo::with_fleet && s.replicas == 1) return;
           if constexpr (std::is_same_v<std::remove_cvref_t<decltype(v)>, std::string>)
             if (o.echo == Echo::null_if_empty && v.empty()) x = nullptr;
           const std::string_view key = o.key;

@@ -37,6 +37,10 @@ struct Scenario {
   std::string policy = "lru";
   int32_t block_size = 16;
 
+  // A fleet: this many replicas of the server below, behind the router.
+  int32_t replicas = 1;
+  std::string router = "round-robin";   // name[:key=value,...] (sim/fleet/router.h)
+
   std::string model = "llama-3.1-8b";
   std::string gpu = "h100-sxm-80gb";
   double gpu_mem_util = 0.9;

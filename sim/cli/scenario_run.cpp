@@ -1,5 +1,7 @@
 #include "sim/cli/scenario_run.h"
 
+#include "sim/fleet/fleet.h"
+
 #include "sim/base/error.h"
 #include "sim/cost/shipped_profiles.h"
 #include "sim/engine/source_filters.h"
@@ -112,10 +114,31 @@ CostModelOptions cost_options(const Scenario& s) {
 }  // namespace
 
 Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks,
-                 std::unique_ptr<EvictionPolicy> policy)
+                 std::unique_ptr<EvictionPolicy> policy, EventLoop* loop, uint32_t index)
     : pool(static_cast<int32_t>(num_blocks), true, std::move(policy)),
       kv(s.block_size, pool),
       exec(*r.model, *r.gpu, s.tp, r.profile, cost_options(s)),
-      engine(scheduler_config(s), kv, exec) {}
+      engine(loop ? Engine(scheduler_config(s), kv, exec, *loop, index) : Engine(scheduler_config(s), kv, exec)) {}
+
+Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
+             const PolicyContext& ctx)
+    : block_size(s.block_size) {
+  RouterContext rctx;
+  rctx.replicas = static_cast<uint32_t>(s.replicas);
+  rctx.block_size = s.block_size;
+  rctx.pool_blocks = num_blocks;
+  router = make_router(s.router, rctx);
+  for (int32_t i = 0; i < s.replicas; ++i) {
+    replicas.push_back(
+        std::make_unique<Replica>(s, r, num_blocks, make_policy(policy, ctx), &loop, static_cast<uint32_t>(i)));
+    engines.push_back(&replicas.back()->engine);
+  }
+}
+
+void Fleet::set_observer(EngineObserver* obs) {
+  for (Engine* e : engines) e->set_observer(obs);
+}
+
+FleetResult Fleet::run(RequestSource& source) { return run_fleet(loop, source, engines, *router, block_size); }
 
 }  // namespace prefixsim::cli

@@ -13,7 +13,10 @@
 #include "sim/cost/cost_model.h"
 #include "sim/cost/kv_sizing.h"
 #include "sim/cost/profile.h"
+#include "policies/registry.h"
+#include "sim/engine/arrivals.h"
 #include "sim/engine/engine.h"
+#include "sim/fleet/router.h"
 #include "sim/engine/request_source.h"
 #include "sim/engine/source_filters.h"
 #include "sim/kv/block_pool.h"
@@ -44,13 +47,32 @@ std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const Reso
                                                    const WarmupSource** warmup = nullptr);
 
 // One vLLM replica as the scenario describes it: its pool of `num_blocks`
-// under `policy`, the block manager, the cost model and the scheduler.
+// under `policy`, the block manager, the cost model and the scheduler. On
+// its own event loop, or, given `loop`, replica `index` of a fleet on it.
 struct Replica {
-  Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, std::unique_ptr<EvictionPolicy> policy);
+  Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, std::unique_ptr<EvictionPolicy> policy,
+          EventLoop* loop = nullptr, uint32_t index = 0);
   BlockPool pool;
   KvCacheManager kv;
   ModeledExecutor exec;
   Engine engine;
+};
+
+// s.replicas replicas, each with its own `policy` (a spec) and pool of
+// `num_blocks`, behind s.router, on one event loop. One replica runs
+// exactly as a lone Replica does (the same events, the same fingerprint).
+struct Fleet {
+  Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
+        const PolicyContext& ctx);
+  // Every replica's observer.
+  void set_observer(EngineObserver* obs);
+  FleetResult run(RequestSource& source);
+
+  EventLoop loop;
+  std::vector<std::unique_ptr<Replica>> replicas;
+  std::vector<Engine*> engines;
+  std::unique_ptr<Router> router;
+  int32_t block_size;
 };
 
 }  // namespace prefixsim::cli

@@ -35,6 +35,14 @@ void Request::hash_prompt(BlockHashChain& chain, int32_t block_size) const {
   append_prompt_to(chain);
 }
 
+const BlockHashChain& Request::ensure_prompt_chain(int32_t block_size) {
+  if (!chain_fits(prompt_chain, block_size, prompt_len)) {
+    prompt_chain.reset(block_size, &extras);
+    append_prompt_to(prompt_chain);
+  }
+  return prompt_chain;
+}
+
 void Request::take_prompt_chain(BlockHashChain& chain, int32_t block_size) {
   if (chain_fits(prompt_chain, block_size, prompt_len)) {
     std::swap(chain, prompt_chain);  // chain's old buffers go with prompt_chain

@@ -47,6 +47,9 @@ struct Request {
   // Resets `chain` to this prompt's chain at `block_size` (extras: this
   // request's): a copy of prompt_chain when it fits, else hashed now.
   void hash_prompt(BlockHashChain& chain, int32_t block_size) const;
+  // prompt_chain at `block_size`, hashed now unless it already fits (a
+  // router reads the prompt's blocks; the scheduler then takes the chain).
+  const BlockHashChain& ensure_prompt_chain(int32_t block_size);
   // The same for the request's new owner: prompt_chain is moved, not
   // copied, and is left empty either way.
   void take_prompt_chain(BlockHashChain& chain, int32_t block_size);

@@ -1,0 +1,24 @@
+// A fleet: N vLLM replicas behind a router, on one event loop and one clock.
+// Each replica is a whole Engine (its scheduler, KV cache manager, pool and
+// executor); the arrival driver (sim/engine/arrivals.h) hands every request,
+// at its arrival, to the replica the router picks. With one replica the run
+// is the single engine's, event for event.
+#pragma once
+
+#include <span>
+
+#include "sim/engine/arrivals.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/event_loop.h"
+#include "sim/engine/request_source.h"
+#include "sim/fleet/router.h"
+
+namespace prefixsim {
+
+// Replays `source` through `replicas` (built on `loop` with indices
+// 0..n-1), routing each arrival with `router`. `block_size` is the
+// replicas' (the prompt blocks a prefix-aware router reads).
+FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, Router& router,
+                      int32_t block_size);
+
+}  // namespace prefixsim

@@ -1,0 +1,20 @@
+// least-loaded: the replica with the fewest requests waiting or running,
+// ties to the lowest id: the "shortest queue" of SGLang's router and the
+// queue scorer of llm-d's inference scheduler, without any cache affinity.
+#include "sim/fleet/router.h"
+
+namespace prefixsim {
+namespace {
+
+class LeastLoadedRouter final : public Router {
+ public:
+  uint32_t route(const RouteQuery&, const FleetView& fleet) override { return least_loaded_replica(fleet); }
+};
+
+}  // namespace
+
+std::unique_ptr<Router> make_least_loaded_router(SpecParams&, const RouterContext&) {
+  return std::make_unique<LeastLoadedRouter>();
+}
+
+}  // namespace prefixsim

@@ -1,0 +1,89 @@
+// prefix: SGLang's cache-aware router (sgl-router / SGLang Model Gateway,
+// policies/cache_aware.rs). Per replica it keeps an approximate prefix tree
+// of the prompts it routed there (PrefixSet: it never asks the replica
+// what it really caches), and per request:
+//   1. If load is imbalanced, i.e. (max - min) > balance_abs AND
+//      max > balance_rel * min over the replicas' in-flight requests, the
+//      least-loaded replica takes it (shortest queue).
+//   2. Else the replica whose tree matches the longest prefix takes it when
+//      the match covers more than cache_threshold of the prompt; otherwise
+//      the least-loaded replica does.
+//   3. The prompt is inserted into the chosen replica's tree either way.
+// Defaults are the gateway's command-line ones: cache_threshold 0.3,
+// balance_abs 64, balance_rel 1.5 (its library defaults, 0.5 / 32 / 1.1,
+// differ; pass them to compare). Differences, on purpose:
+//  - the tree holds block hashes, not characters, so a match is counted in
+//    full blocks of the prompt (match tokens / prompt tokens);
+//  - SGLang trims each tree to max_tree_size nodes every eviction_interval
+//    seconds (its nodes are string segments, so the bound is loose); here a
+//    tree of max_tree_blocks evicts its least recently used block at insert.
+//    The default, 4 x the replica's KV pool, keeps the tree an
+//    approximation of that cache: a far larger tree routes by prefixes the
+//    replica evicted long ago, and costs memory for nothing;
+//  - ties in the longest match go to the less loaded, then the lower id.
+#include <algorithm>
+
+#include "sim/fleet/prefix_set.h"
+#include "sim/fleet/router.h"
+
+namespace prefixsim {
+namespace {
+
+class PrefixRouter final : public Router {
+ public:
+  PrefixRouter(uint32_t replicas, double threshold, int64_t balance_abs, double balance_rel, int32_t max_blocks)
+      : threshold_(threshold), balance_abs_(balance_abs), balance_rel_(balance_rel) {
+    trees_.reserve(replicas);
+    for (uint32_t i = 0; i < replicas; ++i) trees_.emplace_back(max_blocks);
+  }
+  bool needs_prompt_blocks() const override { return true; }
+
+  uint32_t route(const RouteQuery& q, const FleetView& fleet) override {
+    const uint32_t choice = choose(q, fleet);
+    trees_[choice].insert(q.prompt_blocks);
+    return choice;
+  }
+
+ private:
+  uint32_t choose(const RouteQuery& q, const FleetView& fleet) const {
+    size_t lo = fleet.load(0), hi = lo;
+    for (uint32_t i = 1; i < fleet.size(); ++i) {
+      lo = std::min(lo, fleet.load(i));
+      hi = std::max(hi, fleet.load(i));
+    }
+    const bool imbalanced = static_cast<int64_t>(hi - lo) > balance_abs_ &&
+                            static_cast<double>(hi) > balance_rel_ * static_cast<double>(lo);
+    if (imbalanced) return least_loaded_replica(fleet);
+    uint32_t best = 0;
+    size_t best_match = 0;
+    for (uint32_t i = 0; i < fleet.size(); ++i) {
+      const size_t m = trees_[i].match(q.prompt_blocks);
+      if (m > best_match || (m == best_match && m > 0 && fleet.load(i) < fleet.load(best))) {
+        best = i;
+        best_match = m;
+      }
+    }
+    const double rate = q.request->prompt_len > 0
+                            ? static_cast<double>(best_match) * q.block_size / static_cast<double>(q.request->prompt_len)
+                            : 0.0;
+    return rate > threshold_ ? best : least_loaded_replica(fleet);
+  }
+
+  double threshold_;
+  int64_t balance_abs_;
+  double balance_rel_;
+  std::vector<PrefixSet> trees_;
+};
+
+}  // namespace
+
+std::unique_ptr<Router> make_prefix_router(SpecParams& p, const RouterContext& ctx) {
+  const double threshold = p.get_double_in("cache_threshold", 0.3, 0.0, 1.0);
+  const auto balance_abs = static_cast<int64_t>(p.get_double_in("balance_abs", 64, 0, 1e9));
+  const double balance_rel = p.get_double_in("balance_rel", 1.5, 1.0, 1e9);
+  const double pool4 = 4.0 * static_cast<double>(std::max<int64_t>(ctx.pool_blocks, 1024));
+  const auto max_blocks = static_cast<int32_t>(p.get_double_in("max_tree_blocks", std::min(pool4, 1e9), 1, 1e9));
+  return std::make_unique<PrefixRouter>(ctx.replicas, threshold, balance_abs, balance_rel, max_blocks);
+}
+
+}  // namespace prefixsim

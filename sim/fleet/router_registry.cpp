@@ -1,0 +1,51 @@
+#include "sim/base/error.h"
+#include "sim/fleet/router.h"
+
+namespace prefixsim {
+
+const std::vector<RouterInfo>& router_registry() {
+  static const std::vector<RouterInfo> table = {
+      {"round-robin", "replicas in turn, whatever their load or cache", make_round_robin_router},
+      {"random", "a replica drawn uniformly (seeded: seed=0)", make_random_router},
+      {"least-loaded", "the replica with the fewest waiting + running requests, ties to the lowest id",
+       make_least_loaded_router},
+      {"session", "a consistent hash of the request's session (else its id): a conversation stays on one replica",
+       make_session_router},
+      {"prefix",
+       "SGLang's cache-aware router: an approximate prefix tree per replica of what was routed there; the longest "
+       "match wins unless load is imbalanced",
+       make_prefix_router},
+      {"kv-aware",
+       "Dynamo's KV router / llm-d's precise prefix scorer: the blocks each replica really caches, against its "
+       "prefill queue and active blocks",
+       make_kv_aware_router},
+  };
+  return table;
+}
+
+std::string router_names() {
+  std::string out;
+  for (const RouterInfo& r : router_registry()) out += (out.empty() ? "" : ", ") + r.name;
+  return out;
+}
+
+std::unique_ptr<Router> make_router(std::string_view spec, const RouterContext& ctx) {
+  ParsedSpec parsed = parse_spec(spec, "--router");
+  for (const RouterInfo& r : router_registry()) {
+    if (r.name != parsed.name) continue;
+    SpecParams params("--router " + r.name, std::move(parsed.params));
+    auto router = r.make(params, ctx);
+    params.reject_unused();
+    return router;
+  }
+  throw InputError("--router: unknown router '" + parsed.name + "' (known: " + router_names() + ")");
+}
+
+uint32_t least_loaded_replica(const FleetView& fleet) {
+  uint32_t best = 0;
+  for (uint32_t i = 1; i < fleet.size(); ++i)
+    if (fleet.load(i) < fleet.load(best)) best = i;
+  return best;
+}
+
+}  // namespace prefixsim
