@@ -124,7 +124,7 @@ std::string page_head(const std::string& title) {
   return out;
 }
 
-std::string page_tail(const json& data, const char* draw_js) {
+std::string page_tail(const json& data, const std::string& draw_js) {
   std::string out = "<div id=\"render-status\" hidden></div>\n<script type=\"application/json\" id=\"report-data\">";
   out += script_json(data);
   out += "</script>\n<script>\n(function () {\n"
@@ -233,6 +233,11 @@ if (D.ttft_cdf.length) {
     {label: 'running', data: xy(S.start, S.running), borderColor: COLORS[5], backgroundColor: COLORS[5]}
   ], 'requests', {min: 0});
 }
+)JS";
+
+// A fleet's charts, added to kRunCharts only for a fleet (a one-replica
+// page stays byte-identical to the page before fleets).
+constexpr const char* kFleetCharts = R"JS(
 if (D.replicas && D.replicas.length) {
   var names = D.replicas.map(function (x, i) { return 'replica ' + i; });
   charts.push(new Chart(document.getElementById('chart-replicas'), {
@@ -338,7 +343,7 @@ std::string render_report_html(const RunReport& r) {
   tr("KV capacity (tokens)", std::to_string(r.kv_cache.capacity_tokens));
   out += "</table>\n<h2>Scenario (resolved configuration)</h2>\n<pre id=\"scenario\">" +
          html_escape(r.scenario.dump(2)) + "</pre>\n";
-  out += page_tail(data, kRunCharts);
+  out += page_tail(data, r.replicas.empty() ? std::string(kRunCharts) : std::string(kRunCharts) + kFleetCharts);
   return out;
 }
 

@@ -1,0 +1,88 @@
+// `replay --replicas N --router R` from the command line: the fleet's
+// report sections agree with its totals, one replica is today's report byte
+// for byte, and fleet misuse is exit 2 with the flag named.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "test/support.h"
+
+using namespace prefixsim::test;
+using nlohmann::json;
+
+namespace {
+json json_of(const std::string& path) { return json::parse(read_file(path)); }
+const std::vector<std::string> kWorkload = {"--workload", "multi-turn", "--requests", "300", "--kv-blocks", "3000"};
+std::vector<std::string> args(std::vector<std::string> head, const std::vector<std::string>& tail = kWorkload) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  head.push_back("--quiet");
+  return head;
+}
+}  // namespace
+
+TEST_CASE("replay of a fleet reports each replica, and they add up to the fleet", "[cli][fleet]") {
+  const std::string dir = temp_dir("fleet-cli");
+  auto r = run_cli(args({"replay", "--replicas", "3", "--router", "kv-aware", "--out", dir}));
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const json rep = json_of(dir + "/report.json");
+  CHECK(rep["scenario"]["replicas"] == 3);
+  CHECK(rep["scenario"]["router"] == "kv-aware");
+  REQUIRE(rep["replicas"].size() == 3);
+  CHECK(rep["fleet"]["replicas"] == 3);
+  uint64_t requests = 0, prompt = 0, hits = 0, evictions = 0;
+  for (const json& x : rep["replicas"]) {
+    requests += x["requests"].get<uint64_t>();
+    prompt += x["prompt_tokens"].get<uint64_t>();
+    hits += x["hit_tokens"].get<uint64_t>();
+    evictions += x["evictions"].get<uint64_t>();
+    CHECK(x["requests"].get<uint64_t>() > 0);
+  }
+  CHECK(requests == rep["trace"]["requests"].get<uint64_t>());
+  CHECK(prompt == rep["prefix_cache"]["queried_tokens"].get<uint64_t>());
+  CHECK(hits == rep["prefix_cache"]["hit_tokens"].get<uint64_t>());
+  CHECK(evictions == rep["prefix_cache"]["evictions"].get<uint64_t>());
+  const double imb = rep["fleet"]["imbalance"]["requests"].get<double>();
+  CHECK(imb >= 1.0);
+  CHECK(imb <= 3.0);
+  // series.csv: per-replica columns; metrics.prom: one series per replica.
+  const std::string csv = read_file(dir + "/series.csv");
+  CHECK(csv.find(",r0_hit_rate,r0_kv_usage,r0_waiting,r0_running,r1_hit_rate") != std::string::npos);
+  const std::string prom = read_file(dir + "/metrics.prom");
+  for (const char* rep_label : {"replica=\"0\"", "replica=\"1\"", "replica=\"2\""})
+    CHECK(prom.find(std::string("vllm:prefix_cache_hits_total{model_name=\"llama-3.1-8b\",engine=\"0\",") +
+                    rep_label) != std::string::npos);
+  CHECK(read_file(dir + "/summary.md").find("## Replicas") != std::string::npos);
+  CHECK(read_file(dir + "/report.html").find("chart-replica-kv") != std::string::npos);
+}
+
+TEST_CASE("replay with one replica writes today's report whatever the router", "[cli][fleet]") {
+  const std::string dir = temp_dir("fleet-one");
+  REQUIRE(run_cli(args({"replay", "--out", dir + "/plain"})).rc == 0);
+  REQUIRE(run_cli(args({"replay", "--replicas", "1", "--router", "prefix", "--out", dir + "/one"})).rc == 0);
+  for (const char* f : {"report.json", "series.csv", "summary.md", "metrics.prom", "report.html"}) {
+    INFO(f);
+    CHECK(read_file(dir + "/plain/" + f) == read_file(dir + "/one/" + f));
+  }
+}
+
+TEST_CASE("fleet misuse is exit 2 naming the flag", "[cli][fleet]") {
+  const std::string dir = temp_dir("fleet-bad");
+  struct Case {
+    std::vector<std::string> flags;
+    const char* says;
+  } cases[] = {
+      {{"--replicas", "2", "--router", "nearest"}, "--router: unknown router 'nearest'"},
+      {{"--replicas", "0"}, "--replicas: must be in [1, 4096]"},
+      {{"--replicas", "2", "--mode", "cache"}, "--replicas: a fleet runs in engine mode"},
+      {{"--replicas", "2", "--router", "prefix:cache_threshold=3"}, "--router prefix: cache_threshold must be in"},
+      {{"--replicas", "2", "--steps-out", dir + "/steps.csv"}, "--steps-out: writes one replica's batches"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> a = {"replay", "--out", dir + "/out"};
+    a.insert(a.end(), c.flags.begin(), c.flags.end());
+    const CliResult r = run_cli(args(a));
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find(c.says) != std::string::npos);
+  }
+}
