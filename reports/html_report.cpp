@@ -356,7 +356,9 @@ std::string render_compare_html(const nlohmann::json& compare_json) {
   std::set<uint64_t> blocks;
   const json results = compare_json.contains("results") ? compare_json["results"] : json::array();
   for (const json& row : results) {
-    const std::string policy = row.value("policy", std::string("?"));
+    std::string policy = row.value("policy", std::string("?"));
+    if (row.contains("router"))  // a fleet: one curve per policy, router and size
+      policy += " · " + row.value("router", std::string("?")) + " x " + std::to_string(row.value("replicas", 1));
     const uint64_t b = row.value("kv_blocks", uint64_t{0});
     table[policy][b] = &row;
     blocks.insert(b);

@@ -49,23 +49,24 @@ namespace prefixsim::cli {
 namespace {
 
 // "lru,s3fifo:small=0.2,promote=2,lfu" -> {"lru", "s3fifo:small=0.2,promote=2", "lfu"}:
-// an item with '=' but no ':' continues the previous policy's parameters.
-std::vector<std::string> split_policies(const std::string& list) {
+// an item with '=' but no ':' continues the previous spec's parameters
+// (--policies, --routers).
+std::vector<std::string> split_specs(const std::string& flag, const std::string& list) {
   std::vector<std::string> out;
-  if (!list.empty() && list.back() == ',') throw InputError("--policies: empty entry in '" + list + "'");
+  if (!list.empty() && list.back() == ',') throw InputError(flag + ": empty entry in '" + list + "'");
   std::stringstream in(list);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (item.empty()) throw InputError("--policies: empty entry in '" + list + "'");
+    if (item.empty()) throw InputError(flag + ": empty entry in '" + list + "'");
     const bool continues = item.find('=') != std::string::npos && item.find(':') == std::string::npos;
     if (continues) {
-      if (out.empty()) throw InputError("--policies: '" + item + "' is a parameter with no policy before it");
+      if (out.empty()) throw InputError(flag + ": '" + item + "' is a parameter with nothing before it");
       out.back() += "," + item;
     } else {
       out.push_back(item);
     }
   }
-  if (out.empty()) throw InputError("--policies: no policy given");
+  if (out.empty()) throw InputError(flag + ": nothing given");
   return out;
 }
 
@@ -91,34 +92,40 @@ std::vector<T> split_numbers(const std::string& flag, const std::string& list) {
 struct Pair {
   size_t policy = 0;  // index into the spec list
   size_t size = 0;    // index into the pool sizes
+  size_t router = 0;  // index into the routers (engine mode; one "round-robin" otherwise)
+  size_t fleet = 0;   // index into the fleet sizes (replicas)
 };
 
 struct PairResult {
   CacheReplayResult cache;  // in engine mode: the same figures, counted at admission
   double ttft_p50_ms = NAN, ttft_p99_ms = NAN;
+  double imbalance = NAN;   // a fleet's max / mean requests per replica
   std::exception_ptr error;
 };
 
 // Collects what compare reports from one engine run.
 class PairObserver final : public EngineObserver {
  public:
-  PairObserver(int32_t block_size, const BlockPool* check) : block_size_(block_size), check_(check) {}
+  PairObserver(int32_t block_size, std::vector<const BlockPool*> check) : block_size_(block_size), check_(std::move(check)) {}
   void on_request_finished(const RequestRecord& r) override {
+    if (per_replica.size() <= r.replica) per_replica.resize(r.replica + 1);
+    ++per_replica[r.replica];
     ttft_.add(static_cast<double>(r.ttft()) / 1e9);
     queried_blocks += static_cast<uint64_t>((r.prompt_tokens + block_size_ - 1) / block_size_);
     hit_blocks += static_cast<uint64_t>(r.hit_tokens / block_size_);
   }
   void on_step(const StepRecord& s) override {
-    if (!check_) return;
-    const std::string broken = check_->check_invariants();
+    if (s.replica >= check_.size()) return;
+    const std::string broken = check_[s.replica]->check_invariants();
     if (!broken.empty()) throw InternalError("pool invariant violated after step " + std::to_string(s.index) + ": " + broken);
   }
   LatencyAccumulator ttft_{vllm_ttft_buckets()};
   uint64_t queried_blocks = 0, hit_blocks = 0;
+  std::vector<uint64_t> per_replica;  // finished requests
 
  private:
   int32_t block_size_;
-  const BlockPool* check_;
+  std::vector<const BlockPool*> check_;  // by replica; empty: no checks
 };
 
 struct EngineInputs {
@@ -128,13 +135,16 @@ struct EngineInputs {
   const ResolvedScenario* resolved = nullptr;
 };
 
-CacheReplayResult run_engine_pair(const EngineInputs& in, const std::string& spec, const PolicyContext& ctx,
-                                  int64_t num_blocks, bool check, PairResult& out) {
-  Replica replica(*in.scenario, *in.resolved, num_blocks, make_policy(spec, ctx));
-  PairObserver obs(ctx.block_size, check ? &replica.pool : nullptr);
-  replica.engine.set_observer(&obs);
+// `scenario` is the compare's, with this pair's router and replicas.
+CacheReplayResult run_engine_pair(const EngineInputs& in, const Scenario& scenario, const std::string& spec,
+                                  const PolicyContext& ctx, int64_t num_blocks, bool check, PairResult& out) {
+  Fleet fleet(scenario, *in.resolved, num_blocks, spec, ctx);
+  std::vector<const BlockPool*> pools;
+  for (const auto& r : fleet.replicas) pools.push_back(&r->pool);
+  PairObserver obs(ctx.block_size, check ? pools : std::vector<const BlockPool*>{});
+  fleet.set_observer(&obs);
   VectorSource src(std::span<const Request>(*in.requests), in.format);  // the parsed trace, shared by every pair
-  const EngineResult res = replica.engine.run(src);
+  const EngineResult res = fleet.run(src).total;
   CacheReplayResult r;
   r.requests = res.finished;
   r.prompt_tokens = static_cast<int64_t>(res.admitted_prompt_tokens);
@@ -144,8 +154,14 @@ CacheReplayResult run_engine_pair(const EngineInputs& in, const std::string& spe
   r.queried_blocks = obs.queried_blocks;
   r.hit_blocks = obs.hit_blocks;
   r.block_hit_rate = r.queried_blocks ? static_cast<double>(r.hit_blocks) / static_cast<double>(r.queried_blocks) : 0;
-  r.evictions = replica.pool.evictions();
+  r.evictions = 0;
+  for (const BlockPool* p : pools) r.evictions += p->evictions();
   r.refused_requests = res.refused;
+  if (scenario.replicas > 1) {
+    obs.per_replica.resize(static_cast<size_t>(scenario.replicas));
+    const uint64_t most = *std::max_element(obs.per_replica.begin(), obs.per_replica.end());
+    out.imbalance = res.finished ? static_cast<double>(most) * scenario.replicas / static_cast<double>(res.finished) : NAN;
+  }
   const LatencySummary t = obs.ttft_.summary_ms();
   out.ttft_p50_ms = t.p50;
   out.ttft_p99_ms = t.p99;
@@ -154,11 +170,12 @@ CacheReplayResult run_engine_pair(const EngineInputs& in, const std::string& spe
 
 // One (policy, size) run. The mode switch lives here.
 PairResult run_pair(const std::string& mode, const PreparedTrace& trace, const EngineInputs& engine,
-                    const std::string& spec, const PolicyContext& ctx, int64_t num_blocks, bool check) {
+                    const Scenario& scenario, const std::string& spec, const PolicyContext& ctx, int64_t num_blocks,
+                    bool check) {
   PairResult out;
   try {
     if (mode == "engine")
-      out.cache = run_engine_pair(engine, spec, ctx, num_blocks, check, out);
+      out.cache = run_engine_pair(engine, scenario, spec, ctx, num_blocks, check, out);
     else
       out.cache = run_cache_replay(trace, num_blocks, make_policy(spec, ctx), check);
   } catch (...) {
@@ -185,6 +202,10 @@ int cmd_compare(const Args& args) {
       ("kv-gb", po::value<std::string>(), "KV memory per GPU in GiB: G1,G2,... (with --model, --gpu, --tp)")
       ("mode", po::value<std::string>()->default_value("cache"),
        "cache (each request alone, no time) or engine (discrete-event engine: adds TTFT p50/p99)")
+      ("routers", po::value<std::string>(),
+       "engine mode: fleets behind each of these routers, name[:key=value,...] each (see replay --router)")
+      ("replicas", po::value<std::string>(),
+       "engine mode: fleet sizes N1,N2,...: every policy x size x router runs on a fleet of each (default 1)")
       ("threads", po::value<int>()->default_value(0), "worker threads (default: one per core)")
       ("quiet", "print nothing on success");
   // The settings replay takes too, from the same table: an engine pair is
@@ -204,7 +225,9 @@ int cmd_compare(const Args& args) {
                   "freed last block first); hit rate = hit tokens / prompt tokens. Engine mode: the\n"
                   "discrete-event engine of `replay` (vLLM scheduler, cost model of --model on --gpu:\n"
                   "the roofline, or --profile) per pair, adding TTFT p50/p99; hit rate counted at admission. Also writes\n"
-                  "compare.html (curves and tables, self-contained)."))
+                  "compare.html (curves and tables, self-contained).\n"
+                  "Fleets (engine mode): --routers a,b --replicas n1,n2 run every pair on a fleet of each size\n"
+                  "behind each router, adding the load imbalance (max / mean requests per replica)."))
     return 0;
   if (!vm.count("trace")) throw InputError("compare: missing the TRACE argument (see prefixsim compare --help)");
   const std::string mode = vm["mode"].as<std::string>();
@@ -224,7 +247,7 @@ int cmd_compare(const Args& args) {
   if (vm["policies"].as<std::string>() == "all") {
     for (const PolicyInfo& p : policy_registry()) specs.push_back(p.name);
   } else {
-    specs = split_policies(vm["policies"].as<std::string>());
+    specs = split_specs("--policies", vm["policies"].as<std::string>());
   }
   std::vector<std::string> names;
   bool need_future = false;
@@ -237,6 +260,19 @@ int cmd_compare(const Args& args) {
     probe.block_size = block_size;
     probe.future = BlockFuture::build(0, 0, [](size_t) { return std::span<const uint32_t>{}; });
     for (const std::string& s : specs) make_policy(s, probe);
+  }
+
+  // Fleets: routers x replicas (engine mode), validated before the trace is read.
+  const bool fleets = vm.count("routers") || vm.count("replicas");
+  std::vector<std::string> routers = {scen.router};
+  std::vector<int64_t> fleet_sizes = {1};
+  if (fleets) {
+    if (mode != "engine") throw InputError("--routers/--replicas: fleets run in engine mode (add --mode engine)");
+    if (vm.count("routers")) routers = split_specs("--routers", vm["routers"].as<std::string>());
+    if (vm.count("replicas")) fleet_sizes = split_numbers<int64_t>("--replicas", vm["replicas"].as<std::string>());
+    for (int64_t n : fleet_sizes)
+      if (n > 4096) throw InputError("--replicas: " + std::to_string(n) + " is more than 4096");
+    for (const std::string& r : routers) make_router(r, RouterContext{});
   }
 
   // Pool sizes, through the same sizing as replay.
@@ -295,7 +331,16 @@ int cmd_compare(const Args& args) {
   // Every pair, over a pool of threads; each result lands in its own slot.
   std::vector<Pair> pairs;
   for (size_t z = 0; z < sizes.size(); ++z)
-    for (size_t p = 0; p < specs.size(); ++p) pairs.push_back({p, z});
+    for (size_t p = 0; p < specs.size(); ++p)
+      for (size_t rt = 0; rt < routers.size(); ++rt)
+        for (size_t f = 0; f < fleet_sizes.size(); ++f) pairs.push_back({p, z, rt, f});
+  // Each pair's scenario: the compare's, with its router and fleet size.
+  auto pair_scenario = [&](const Pair& pr) {
+    Scenario ps = scen;
+    ps.router = routers[pr.router];
+    ps.replicas = static_cast<int32_t>(fleet_sizes[pr.fleet]);
+    return ps;
+  };
   int threads = vm["threads"].as<int>();
   if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -303,14 +348,17 @@ int cmd_compare(const Args& args) {
   const bool check = scen.check_invariants;
   std::vector<PairResult> results(pairs.size());
   // Bigger pools replay slower: they go first.
-  const auto order = heaviest_first(pairs.size(), [&](size_t i) { return sizes[pairs[i].size].num_blocks; });
+  const auto order = heaviest_first(pairs.size(), [&](size_t i) {
+    return sizes[pairs[i].size].num_blocks * fleet_sizes[pairs[i].fleet];
+  });
   // Pairs done so far, on a terminal (a whole archive can take minutes).
   ProgressLine progress(!vm.count("quiet") && ::isatty(2));
   std::mutex progress_mu;
   size_t done = 0;
   parallel_for(order.size(), threads, [&](size_t k) {
     const size_t i = order[k];
-    results[i] = run_pair(mode, trace, engine_in, specs[pairs[i].policy], ctx, sizes[pairs[i].size].num_blocks, check);
+    results[i] = run_pair(mode, trace, engine_in, pair_scenario(pairs[i]), specs[pairs[i].policy], ctx,
+                          sizes[pairs[i].size].num_blocks, check);
     const std::lock_guard<std::mutex> lock(progress_mu);
     ++done;
     if (progress.due())
@@ -344,6 +392,10 @@ int cmd_compare(const Args& args) {
   j["block_size"] = block_size;
   if (mode == "engine") j["cost_model"] = Replica(scen, resolved, 2, make_policy("lru", ctx)).exec.to_json();
   j["policies"] = specs;
+  if (fleets) {
+    j["routers"] = routers;
+    j["replicas"] = fleet_sizes;
+  }
   nlohmann::ordered_json jsizes = nlohmann::ordered_json::array();
   for (const KvSizing& k : sizes)
     jsizes.push_back({{"kv_blocks", k.num_blocks}, {"capacity_tokens", k.capacity_tokens},
@@ -372,6 +424,12 @@ int cmd_compare(const Args& args) {
       o["ttft_p50_ms"] = results[i].ttft_p50_ms;
       o["ttft_p99_ms"] = results[i].ttft_p99_ms;
     }
+    if (fleets) {
+      o["router"] = routers[pairs[i].router];
+      o["replicas"] = fleet_sizes[pairs[i].fleet];
+      o["imbalance"] = std::isnan(results[i].imbalance) ? nlohmann::ordered_json(nullptr)
+                                                        : nlohmann::ordered_json(results[i].imbalance);
+    }
     jres.push_back(std::move(o));
   }
   j["results"] = jres;
@@ -380,7 +438,8 @@ int cmd_compare(const Args& args) {
   // compare.csv
   std::ostringstream csv;
   csv << "policy,spec,kv_blocks,capacity_tokens,hit_rate,block_hit_rate,hit_tokens,prompt_tokens,evictions,"
-         "refused_requests,gap_to_belady,ttft_p50_ms,ttft_p99_ms\n";
+         "refused_requests,gap_to_belady,ttft_p50_ms,ttft_p99_ms"
+      << (fleets ? ",router,replicas,imbalance\n" : "\n");
   for (size_t i = 0; i < pairs.size(); ++i) {
     const CacheReplayResult& r = results[i].cache;
     const KvSizing& k = sizes[pairs[i].size];
@@ -392,6 +451,10 @@ int cmd_compare(const Args& args) {
     csv << ",";
     if (mode == "engine") csv << nlohmann::json(results[i].ttft_p50_ms).dump() << "," << nlohmann::json(results[i].ttft_p99_ms).dump();
     else csv << ",";
+    if (fleets) {
+      csv << ",\"" << routers[pairs[i].router] << "\"," << fleet_sizes[pairs[i].fleet] << ",";
+      if (!std::isnan(results[i].imbalance)) csv << nlohmann::json(results[i].imbalance).dump();
+    }
     csv << "\n";
   }
 
@@ -407,14 +470,21 @@ int cmd_compare(const Args& args) {
                           : std::string("each request alone, in arrival order; hit rate = hit tokens / prompt tokens.\n\n"));
   for (size_t z = 0; z < sizes.size(); ++z) {
     md << "## " << sizes[z].num_blocks << " blocks (" << sizes[z].capacity_tokens << " tokens)\n\n"
-       << "| policy | hit rate % | block hit rate % | evictions | refused |"
+       << "| policy |" << (fleets ? " router | replicas | imbalance |" : "")
+       << " hit rate % | block hit rate % | evictions | refused |"
        << (std::isnan(belady[z]) ? "" : " gap to belady (points) |") << (mode == "engine" ? " TTFT p50 ms | TTFT p99 ms |" : "")
-       << "\n| --- | ---: | ---: | ---: | ---: |" << (std::isnan(belady[z]) ? "" : " ---: |")
-       << (mode == "engine" ? " ---: | ---: |" : "") << "\n";
+       << "\n| --- |" << (fleets ? " --- | ---: | ---: |" : "") << " ---: | ---: | ---: | ---: |"
+       << (std::isnan(belady[z]) ? "" : " ---: |") << (mode == "engine" ? " ---: | ---: |" : "") << "\n";
     for (size_t i = 0; i < pairs.size(); ++i) {
       if (pairs[i].size != z) continue;
       const CacheReplayResult& r = results[i].cache;
-      md << "| " << specs[pairs[i].policy] << " | " << pct(r.hit_rate) << " | " << pct(r.block_hit_rate) << " | "
+      md << "| " << specs[pairs[i].policy] << " | ";
+      if (fleets) {
+        md << routers[pairs[i].router] << " | " << fleet_sizes[pairs[i].fleet] << " | ";
+        if (std::isnan(results[i].imbalance)) md << "- | ";
+        else md << std::fixed << std::setprecision(2) << results[i].imbalance << std::defaultfloat << " | ";
+      }
+      md << pct(r.hit_rate) << " | " << pct(r.block_hit_rate) << " | "
          << r.evictions << " | " << r.refused_requests << " |";
       if (!std::isnan(belady[z])) md << " " << pct(belady[z] - r.hit_rate) << " |";
       if (mode == "engine")
@@ -429,12 +499,17 @@ int cmd_compare(const Args& args) {
   md << "\n| --- |";
   for (size_t z = 0; z < sizes.size(); ++z) md << " ---: |";
   md << "\n";
-  for (size_t p = 0; p < specs.size(); ++p) {
-    md << "| " << specs[p] << " |";
-    for (size_t i = 0; i < pairs.size(); ++i)
-      if (pairs[i].policy == p) md << " " << pct(results[i].cache.hit_rate) << " |";
-    md << "\n";
-  }
+  for (size_t p = 0; p < specs.size(); ++p)
+    for (size_t rt = 0; rt < routers.size(); ++rt)
+      for (size_t f = 0; f < fleet_sizes.size(); ++f) {
+        md << "| " << specs[p];
+        if (fleets) md << " · " << routers[rt] << " x " << fleet_sizes[f];
+        md << " |";
+        for (size_t i = 0; i < pairs.size(); ++i)
+          if (pairs[i].policy == p && pairs[i].router == rt && pairs[i].fleet == f)
+            md << " " << pct(results[i].cache.hit_rate) << " |";
+        md << "\n";
+      }
   uint64_t refused = 0;
   for (const PairResult& r : results) refused += r.cache.refused_requests;
   if (refused)
@@ -451,7 +526,11 @@ int cmd_compare(const Args& args) {
   outputs.commit();
   if (!vm.count("quiet"))
     std::cout << "compare: " << pairs.size() << " runs (" << specs.size() << " policies x " << sizes.size()
-              << " sizes) of " << trace.size() << " requests; wrote " << out_dir << "/compare.{json,csv,md,html}\n";
+              << " sizes"
+              << (fleets ? " x " + std::to_string(routers.size()) + " routers x " + std::to_string(fleet_sizes.size()) +
+                               " fleet sizes"
+                         : std::string())
+              << ") of " << trace.size() << " requests; wrote " << out_dir << "/compare.{json,csv,md,html}\n";
   return 0;
 }
 

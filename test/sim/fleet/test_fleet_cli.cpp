@@ -86,3 +86,39 @@ TEST_CASE("fleet misuse is exit 2 naming the flag", "[cli][fleet]") {
     CHECK(r.err.find(c.says) != std::string::npos);
   }
 }
+
+TEST_CASE("compare runs every router and fleet size on one trace, the same with 1 or 2 threads", "[cli][fleet]") {
+  const std::string dir = temp_dir("fleet-compare");
+  const std::string trace = dir + "/multi.jsonl";
+  REQUIRE(run_cli({"generate", "multi-turn", "--requests", "300", "--seed", "3", "-o", trace}).rc == 0);
+  auto cmp = [&](const std::string& out, const std::string& threads) {
+    return run_cli({"compare", trace, "--mode", "engine", "--policies", "lru", "--kv-blocks", "3000", "--routers",
+                    "round-robin,prefix:cache_threshold=0.5,kv-aware", "--replicas", "1,3", "--threads", threads,
+                    "--out", dir + "/" + out, "--quiet"});
+  };
+  auto r = cmp("t1", "1");
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  REQUIRE(cmp("t2", "2").rc == 0);
+  for (const char* f : {"/compare.json", "/compare.csv", "/compare.md"})
+    CHECK(read_file(dir + "/t1" + f) == read_file(dir + "/t2" + f));
+  const json c = json_of(dir + "/t1/compare.json");
+  REQUIRE(c["results"].size() == 6);
+  // Every pair equals `replay` with the same router and fleet size.
+  for (const json& row : c["results"]) {
+    const std::string router = row["router"];
+    const std::string n = std::to_string(row["replicas"].get<int>());
+    INFO(router << " x " << n);
+    const std::string out = dir + "/replay-" + std::to_string(row["replicas"].get<int>()) + "-" +
+                            std::to_string(std::hash<std::string>{}(router));
+    REQUIRE(run_cli({"replay", trace, "--kv-blocks", "3000", "--replicas", n, "--router", router, "--out", out,
+                     "--quiet"}).rc == 0);
+    const json rep = json_of(out + "/report.json");
+    CHECK(row["hit_tokens"] == rep["prefix_cache"]["hit_tokens"]);
+    CHECK(row["ttft_p99_ms"].get<double>() == Approx(rep["latency_ms"]["ttft"]["p99"].get<double>()).epsilon(1e-9));
+    if (n == "1") CHECK(row["imbalance"].is_null());
+    else CHECK(row["imbalance"].get<double>() == Approx(rep["fleet"]["imbalance"]["requests"].get<double>()));
+  }
+  CHECK(run_cli({"compare", trace, "--policies", "lru", "--kv-blocks", "300", "--routers", "prefix", "--out",
+                 dir + "/bad", "--quiet"}).rc == 2);  // cache mode has no fleets
+}
