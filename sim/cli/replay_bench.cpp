@@ -26,13 +26,14 @@ struct ChildRun {
   nlohmann::json report;
 };
 
-// Runs `prefixsim replay TRACE --block-size 16 --mode MODE` in a child and
-// reads its report.json.
-ChildRun run_replay(const std::string& trace, const std::string& mode) {
+// Runs `prefixsim replay TRACE --block-size 16 --mode MODE [extra...]` in a
+// child and reads its report.json.
+ChildRun run_replay(const std::string& trace, const std::string& mode, const std::vector<std::string>& extra = {}) {
   const auto dir = std::filesystem::temp_directory_path() / ("prefixsim-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::vector<std::string> args = {"prefixsim", "replay", trace, "--block-size", "16", "--mode", mode,
                                    "--out", dir.string(), "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -87,13 +88,45 @@ std::vector<BenchMetric> bench_replay_mooncake(const BenchOptions& o) {
           {"cache_peak_rss_mb", c.peak_rss_mb, "MiB"}};
 }
 
+// What a fleet costs: the same trace on 16 replicas behind kv-aware (every
+// arrival scores all 16 pools), against one replica and against the same
+// fleet behind round-robin (no routing work), CPU seconds, whole command.
+// Per request, a fleet is not the single replica's work: one saturated
+// replica decodes ~30 requests per step where 16 unsaturated ones decode
+// ~1, so the fleet runs far more (cheaper) steps; cost per step and the
+// routing overhead (kv-aware over round-robin) are the like-for-like figures.
+std::vector<BenchMetric> bench_fleet_mooncake(const BenchOptions& o) {
+  const std::string trace = o.shared_dir + "/traces/mooncake/conversation_trace.jsonl";
+  if (!std::filesystem::exists(trace)) return {};
+  const ChildRun one = run_replay(trace, "engine");
+  const ChildRun fleet = run_replay(trace, "engine", {"--replicas", "16", "--router", "kv-aware"});
+  const ChildRun blind = run_replay(trace, "engine", {"--replicas", "16", "--router", "round-robin"});
+  const double requests = one.report.at("trace").at("requests").get<double>();
+  const double one_cost = one.cpu_s / requests, fleet_cost = fleet.cpu_s / requests;
+  auto steps = [](const ChildRun& r) { return r.report.at("engine").at("steps").get<double>(); };
+  return {{"fleet16_requests_per_cpu_s", 1.0 / fleet_cost, "req/s"},
+          {"single_requests_per_cpu_s", 1.0 / one_cost, "req/s"},
+          {"fleet16_cost_per_request_vs_single", fleet_cost / one_cost, "x"},
+          {"fleet16_kv_aware_vs_round_robin", fleet.cpu_s / blind.cpu_s, "x"},
+          {"fleet16_ns_per_step", 1e9 * fleet.cpu_s / steps(fleet), "ns"},
+          {"single_ns_per_step", 1e9 * one.cpu_s / steps(one), "ns"},
+          {"fleet16_steps_per_request", steps(fleet) / requests, "steps"},
+          {"single_steps_per_request", steps(one) / requests, "steps"},
+          {"fleet16_peak_rss_mb", fleet.peak_rss_mb, "MiB"},
+          {"fleet16_hit_rate", fleet.report.at("prefix_cache").at("hit_rate").get<double>(), "ratio"}};
+}
+
 }  // namespace
 
 std::vector<BenchCase> replay_bench_cases() {
   return {{"replay_mooncake",
            "prefixsim replay of the Mooncake conversation trace, B=16, llama-3.1-8b/h100 (child process; "
            "engine and cache mode; whole command: read, hash, simulate, write)",
-           bench_replay_mooncake}};
+           bench_replay_mooncake},
+          {"fleet_mooncake",
+           "the same trace on a 16-replica fleet behind the kv-aware router against one replica: CPU cost per "
+           "request, whole command (target: within 1.5x)",
+           bench_fleet_mooncake}};
 }
 
 }  // namespace prefixsim::cli
