@@ -35,21 +35,6 @@ BlockHash parse_mm_hash(const JsonFields& f, std::string_view hex, size_t i) {
   return h;
 }
 
-// Remembers which fields a line had, to reject duplicates and find missing ones.
-class SeenFields {
- public:
-  explicit SeenFields(const JsonFields& f) : f_(f) {}
-  void mark(int bit, std::string_view key) {
-    if (bits_ & (1u << bit)) f_.fail("field \"" + std::string(key) + "\" appears twice");
-    bits_ |= 1u << bit;
-  }
-  bool has(int bit) const { return bits_ & (1u << bit); }
-
- private:
-  const JsonFields& f_;
-  uint32_t bits_ = 0;
-};
-
 class NativeSource final : public JsonlSource {
  public:
   using JsonlSource::JsonlSource;

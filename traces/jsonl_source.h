@@ -45,6 +45,22 @@ class JsonFields {
   long line_;
 };
 
+// Remembers which fields a line had, to reject duplicates and find missing
+// ones (every JSONL reader).
+class SeenFields {
+ public:
+  explicit SeenFields(const JsonFields& f) : f_(f) {}
+  void mark(int bit, std::string_view key) {
+    if (bits_ & (1u << bit)) f_.fail("field \"" + std::string(key) + "\" appears twice");
+    bits_ |= 1u << bit;
+  }
+  bool has(int bit) const { return bits_ & (1u << bit); }
+
+ private:
+  const JsonFields& f_;
+  uint32_t bits_ = 0;
+};
+
 // A trace's arrival time in seconds as int64 nanoseconds; a time past about
 // 292 years (the int64 range) fails naming `key`.
 TimeNs seconds_to_ns(const JsonFields& f, double s, const char* key);
@@ -86,6 +102,9 @@ class JsonlSource : public RequestSource {
 // The two JSONL formats.
 std::unique_ptr<RequestSource> make_native_source(std::string path, std::unique_ptr<LineReader> lines,
                                                   const TraceOptions& opts);
+// Dynamo's agentic Mooncake: Mooncake rows with wait_for dependencies (agentic_mooncake_jsonl.cpp).
+std::unique_ptr<RequestSource> make_agentic_mooncake_source(std::string path, std::unique_ptr<LineReader> lines,
+                                                            const TraceOptions& opts);
 std::unique_ptr<RequestSource> make_bailian_source(std::string path, std::unique_ptr<LineReader> lines,
                                                    const TraceOptions& opts);
 std::unique_ptr<RequestSource> make_mooncake_source(std::string path, std::unique_ptr<LineReader> lines,

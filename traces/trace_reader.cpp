@@ -42,19 +42,21 @@ std::string detect_from_keys(const std::string& path, LineReader& lines) {
     throw InputError(path, ln,
                      std::string("cannot detect the trace format: the first line is not a JSON object (") +
                          simdjson::error_message(err) + "); pass --format");
-  bool mooncake = false, native = false, conversations = false, bailian = false;
+  bool mooncake = false, native = false, conversations = false, bailian = false, agentic = false;
   std::string keys;
   for (auto field : obj) {
     const std::string_view k = field.key;
     if (k == "requests") conversations = true;
     if (k == "chat_id" || k == "parent_chat_id") bailian = true;  // Mooncake's keys plus these
+    if (k == "request_id" || k == "wait_for" || k == "branches" || k == "prefix_reset" || k == "tool_wait_ms")
+      agentic = true;
     if (k == "timestamp" || k == "input_length" || k == "output_length") mooncake = true;
     if (k == "t" || k == "tokens" || k == "output_len" || k == "prompt_len") native = true;
     keys += (keys.empty() ? "" : ", ") + std::string(k);
   }
   if (conversations) return "kvcache-tester";
   if (bailian && mooncake && !native) return "bailian";
-  if (mooncake && !native) return "mooncake";
+  if (mooncake && !native) return agentic ? "agentic-mooncake" : "mooncake";
   if (native && !mooncake) return "native";
   throw InputError(path, ln, "cannot detect the trace format from the keys of the first object (" + keys +
                                  "); pass --format (" + kTraceFormats + ")");
@@ -74,8 +76,8 @@ bool first_line_is_object(LineReader& lines) {
 }
 
 void check_options(const TraceOptions& opts) {
-  if (opts.format != "auto" && opts.format != "native" && opts.format != "mooncake" && opts.format != "bailian" &&
-      opts.format != "kvcache-tester")
+  if (opts.format != "auto" && opts.format != "native" && opts.format != "mooncake" &&
+      opts.format != "bailian" && opts.format != "agentic-mooncake" && opts.format != "kvcache-tester")
     throw InputError("unknown trace format \"" + opts.format + "\" (expected one of " + kTraceFormats + ")");
   if (opts.trace_block_size < 0 || opts.trace_block_size > (1 << 20))
     throw InputError("--trace-block-size must be in [1, 1048576] (0 = the format's default)");
@@ -84,7 +86,8 @@ void check_options(const TraceOptions& opts) {
 }
 
 void expect_conversations(const std::string& path, const TraceOptions& opts, const char* what) {
-  if (opts.format == "native" || opts.format == "mooncake" || opts.format == "bailian")
+  if (opts.format == "native" || opts.format == "mooncake" || opts.format == "bailian" ||
+      opts.format == "agentic-mooncake")
     throw InputError(path, 1, std::string(what) + " holds kv-cache-tester conversations, not a " + opts.format +
                                   " trace");
 }
@@ -119,6 +122,7 @@ std::unique_ptr<RequestSource> open_trace(const std::string& path, const TraceOp
   if (format == "native") return make_native_source(path, std::move(lines), opts);
   if (format == "mooncake") return make_mooncake_source(path, std::move(lines), opts);
   if (format == "bailian") return make_bailian_source(path, std::move(lines), opts);
+  if (format == "agentic-mooncake") return make_agentic_mooncake_source(path, std::move(lines), opts);
   // kv-cache-tester JSON: one conversation per line (WEKA / SemiAnalysis
   // JSONL, or a one-line file), else one pretty-printed conversation.
   if (first_line_is_object(*lines)) return open_kvcache_jsonl(path, std::move(lines), opts);

@@ -7,6 +7,8 @@
 //                   lora, mm
 //   mooncake        JSONL: timestamp (ms), input_length, output_length,
 //                   hash_ids of trace_block_size-token blocks (512)
+//   agentic-mooncake  Dynamo's Mooncake rows with request_id and wait_for
+//                   dependencies, honoured by the engine (agentic_mooncake_jsonl.cpp)
 //   bailian         Qwen-Bailian JSONL: chat_id, parent_chat_id, timestamp
 //                   (s), input_length, output_length, type, turn, hash_ids of
 //                   16-token blocks (content hashes, chained like vLLM's)
@@ -26,7 +28,7 @@
 namespace prefixsim {
 
 struct TraceOptions {
-  std::string format = "auto";   // auto | native | mooncake | bailian | kvcache-tester
+  std::string format = "auto";   // auto | native | mooncake | agentic-mooncake | bailian | kvcache-tester
   // Tokens per trace hash id. 0 = the format's default: 512 for Mooncake, 16 for Bailian,
   // the file's block_size (64) for kv-cache-tester; native lines with
   // hash_ids carry their own block_size and fall back to this.
@@ -44,6 +46,6 @@ struct TraceOptions {
 std::unique_ptr<RequestSource> open_trace(const std::string& path, const TraceOptions& opts);
 
 // The format names open_trace accepts in TraceOptions::format.
-inline constexpr const char* kTraceFormats = "auto, native, mooncake, bailian, kvcache-tester";
+inline constexpr const char* kTraceFormats = "auto, native, mooncake, agentic-mooncake, bailian, kvcache-tester";
 
 }  // namespace prefixsim

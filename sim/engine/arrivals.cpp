@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 
 #include "sim/base/error.h"
 
@@ -9,7 +10,8 @@ namespace prefixsim {
 
 namespace {
 constexpr int32_t kPrioArrival = 1;  // after kPrioStepDone (0), before kPrioStartStep (2): engine.cpp
-constexpr uint32_t kArrival = 1;
+constexpr uint32_t kArrival = 1;           // the buffered arrival (payload: its ordinal)
+constexpr uint32_t kDependentArrival = 4;  // a parked request whose time came (payload: its park slot)
 
 void add(EngineResult& to, const EngineResult& r) {
   to.arrived += r.arrived;
@@ -23,54 +25,168 @@ void add(EngineResult& to, const EngineResult& r) {
   to.admitted_hit_tokens += r.admitted_hit_tokens;
   to.prefix_cache += r.prefix_cache;
 }
+
+// The driver. Dependencies (Request::wait_for, Dynamo's agentic Mooncake
+// rows): such a request does not arrive at its recorded time; it waits,
+// parked, until every request it names has finished (or was refused: it
+// will never run), then arrives Request::wait_after later; in such a trace
+// a request without wait_for arrives at its recorded time. A dependency
+// always comes earlier in the source (the reader checks it), so waits
+// cannot form a cycle. A request may be ready long before its recorded
+// time (a faster server than the recorded one), so a source of such
+// requests is read whole when its first one comes: memory then grows with
+// the trace (the parked requests and one finish time per awaitable
+// request). Other sources stream, one arrival buffered.
+class Driver final : public RequestDoneListener {
+ public:
+  Driver(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, const RouteFn& route)
+      : loop_(loop), source_(source), replicas_(replicas), route_(route), origin_(source.origin()) {}
+
+  FleetResult run() {
+    for (Engine* e : replicas_) e->set_done_listener(this);
+    pull();
+    Event ev;
+    while (loop_.pop(ev)) {
+      if (ev.kind == kArrival) {
+        ++arrived_;
+        hand_over(next_);
+        pull();  // keep exactly one future arrival buffered
+      } else if (ev.kind == kDependentArrival) {
+        Request r = std::move(parked_[ev.payload].request);
+        parked_[ev.payload].request = Request{};
+        free_parked_.push_back(static_cast<uint32_t>(ev.payload));
+        --num_parked_;
+        r.arrival = loop_.now();  // its latency counts from here
+        hand_over(r);
+      } else {
+        const uint32_t owner = ev.kind / Engine::kKindsPerReplica;
+        if (ev.kind % Engine::kKindsPerReplica == 1 || owner >= replicas_.size())
+          throw InternalError("event loop: unknown event kind " + std::to_string(ev.kind));
+        replicas_[owner]->dispatch(ev);
+      }
+    }
+    for (Engine* e : replicas_) e->set_done_listener(nullptr);
+    if (num_parked_ > 0)
+      throw InternalError("engine: " + std::to_string(num_parked_) +
+                          " request(s) still wait for dependencies that never finished");
+    FleetResult out;
+    for (Engine* e : replicas_) {
+      out.replicas.push_back(e->finish());
+      add(out.total, out.replicas.back());
+    }
+    out.total.end_time = loop_.now();
+    out.total.events = loop_.processed();
+    out.total.event_fingerprint = loop_.fingerprint();
+    return out;
+  }
+
+  void request_done(const Request& r, TimeNs at) override {
+    finished_at_[r.id] = at;
+    const auto it = waiters_.find(r.id);
+    if (it == waiters_.end()) return;
+    const std::vector<uint32_t> slots = std::move(it->second);
+    waiters_.erase(it);
+    for (uint32_t slot : slots) {
+      Parked& p = parked_[slot];
+      p.ready = std::max(p.ready, at);
+      if (--p.left == 0) wake(slot);
+    }
+  }
+
+ private:
+  struct Parked {
+    Request request;
+    size_t left = 0;   // dependencies not done yet
+    TimeNs ready = 0;  // the latest finish among those done
+  };
+
+  void hand_over(Request& r) {
+    const uint32_t i = route_(r);
+    if (i >= replicas_.size())
+      throw InternalError("router chose replica " + std::to_string(i) + " of " + std::to_string(replicas_.size()));
+    replicas_[i]->accept(std::move(r));
+  }
+
+  // Buffers the source's next request and schedules its arrival; a
+  // dependency-driven source is parked whole instead.
+  void pull() {
+    if (eager_) return;
+    if (!source_.next(next_)) return;
+    if (next_.awaitable || !next_.wait_for.empty()) {
+      eager_ = true;
+      park(std::move(next_));
+      Request r;
+      while (source_.next(r)) park(std::move(r));
+      return;
+    }
+    if (next_.arrival < last_arrival_)
+      throw InputError(origin_ + ": request '" + next_.id + "' arrives at " + std::to_string(next_.arrival) +
+                       " ns, before the previous request (" + std::to_string(last_arrival_) +
+                       " ns); requests must be sorted by arrival time");
+    last_arrival_ = next_.arrival;
+    loop_.schedule(std::max(next_.arrival, loop_.now()), kPrioArrival, kArrival, arrived_ + 1);
+  }
+
+  void park(Request&& r) {
+    uint32_t slot;
+    if (free_parked_.empty()) {
+      slot = static_cast<uint32_t>(parked_.size());
+      parked_.emplace_back();
+    } else {
+      slot = free_parked_.back();
+      free_parked_.pop_back();
+    }
+    ++num_parked_;
+    Parked& p = parked_[slot];
+    p.request = std::move(r);
+    p.left = 0;
+    p.ready = 0;
+    for (const std::string& id : p.request.wait_for) {
+      const auto done = finished_at_.find(id);
+      if (done != finished_at_.end()) {
+        p.ready = std::max(p.ready, done->second);
+      } else {
+        waiters_[id].push_back(slot);
+        ++p.left;
+      }
+    }
+    if (p.left == 0) wake(slot);
+  }
+
+  // Every dependency of a parked request is done: schedule its arrival (no
+  // dependencies: its recorded time; else the last one's end plus its wait).
+  void wake(uint32_t slot) {
+    const Parked& p = parked_[slot];
+    const TimeNs at = p.request.wait_for.empty() ? p.request.arrival : p.ready + p.request.wait_after;
+    loop_.schedule(std::max(loop_.now(), at), kPrioArrival, kDependentArrival, slot);
+  }
+
+  EventLoop& loop_;
+  RequestSource& source_;
+  std::span<Engine* const> replicas_;
+  const RouteFn& route_;
+  std::string origin_;
+  Request next_;  // the one buffered arrival
+  TimeNs last_arrival_ = 0;
+  uint64_t arrived_ = 0;
+  bool eager_ = false;  // reading a dependency-driven source whole
+  std::vector<Parked> parked_;  // by park slot; free ones listed in free_parked_
+  std::vector<uint32_t> free_parked_;
+  size_t num_parked_ = 0;
+  std::unordered_map<std::string, std::vector<uint32_t>> waiters_;  // id -> park slots waiting for it
+  std::unordered_map<std::string, TimeNs> finished_at_;            // awaitable requests done
+};
+
 }  // namespace
 
 FleetResult drive_replicas(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas,
                            const RouteFn& route) {
   if (loop.processed() > 0) throw InternalError("drive_replicas: the event loop already ran");
   for (size_t i = 0; i < replicas.size(); ++i)
-    if (replicas[i]->index() != i) throw InternalError("drive_replicas: replica " + std::to_string(i) + " has index " +
-                                                       std::to_string(replicas[i]->index()));
-  const std::string origin = source.origin();
-  Request next;
-  TimeNs last_arrival = 0;
-  uint64_t arrived = 0;
-  // Buffers the source's next request and schedules its arrival.
-  auto pull = [&] {
-    if (!source.next(next)) return;
-    if (next.arrival < last_arrival)
-      throw InputError(origin + ": request '" + next.id + "' arrives at " + std::to_string(next.arrival) +
-                       " ns, before the previous request (" + std::to_string(last_arrival) +
-                       " ns); requests must be sorted by arrival time");
-    last_arrival = next.arrival;
-    loop.schedule(std::max(next.arrival, loop.now()), kPrioArrival, kArrival, arrived + 1);
-  };
-  pull();
-  Event ev;
-  while (loop.pop(ev)) {
-    if (ev.kind == kArrival) {
-      ++arrived;
-      const uint32_t r = route(next);
-      if (r >= replicas.size())
-        throw InternalError("router chose replica " + std::to_string(r) + " of " + std::to_string(replicas.size()));
-      replicas[r]->accept(std::move(next));
-      pull();  // keep exactly one future arrival buffered
-      continue;
-    }
-    const uint32_t owner = ev.kind / Engine::kKindsPerReplica;
-    if (ev.kind % Engine::kKindsPerReplica == 1 || owner >= replicas.size())
-      throw InternalError("event loop: unknown event kind " + std::to_string(ev.kind));
-    replicas[owner]->dispatch(ev);
-  }
-  FleetResult out;
-  for (Engine* e : replicas) {
-    out.replicas.push_back(e->finish());
-    add(out.total, out.replicas.back());
-  }
-  out.total.end_time = loop.now();
-  out.total.events = loop.processed();
-  out.total.event_fingerprint = loop.fingerprint();
-  return out;
+    if (replicas[i]->index() != i)
+      throw InternalError("drive_replicas: replica " + std::to_string(i) + " has index " +
+                          std::to_string(replicas[i]->index()));
+  return Driver(loop, source, replicas, route).run();
 }
 
 }  // namespace prefixsim

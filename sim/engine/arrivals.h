@@ -4,8 +4,11 @@
 // `route` which replica takes the request, hands it over (Engine::accept),
 // and pulls the next. Every other event belongs to a replica and goes to it.
 //
+// Requests that wait for others (Request::wait_for: agentic traces) are
+// parked until those finish; arrivals.cpp says how.
+//
 // Event kinds: replica i owns [3i, 3i + 3) except 3i + 1; the driver's are
-// the kinds 3k + 1 (arrival = 1), so a one-replica fleet's event stream, and
+// the kinds 3k + 1 (arrival = 1, a parked request's arrival = 4), so a one-replica fleet's event stream, and
 // its fingerprint, are those of the engine before fleets existed. Arrivals
 // run after step ends and before step starts at the same instant (their
 // priorities), whichever replica the steps belong to.

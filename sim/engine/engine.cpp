@@ -59,6 +59,7 @@ void Engine::accept(Request&& next) {
   if (!why.empty()) {
     ++res_.refused;
     if (obs_) obs_->on_request_refused(next, why);
+    if (next.awaitable && done_) done_->request_done(next, loop_.now());  // it will never run: its dependents go on
     return;
   }
   const TimeNs arrival = next.arrival;
@@ -125,6 +126,7 @@ void Engine::finish_step() {
   for (SlotId s : plan.finished) {
     const Timing& t = timing_[s];
     const Request& r = sched_.request(s);
+    if (r.awaitable && done_) done_->request_done(r, now);
     ++res_.finished;
     res_.prompt_tokens += static_cast<uint64_t>(r.prompt_len);
     res_.output_tokens += static_cast<uint64_t>(sched_.num_outputs(s));

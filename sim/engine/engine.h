@@ -85,6 +85,14 @@ struct StepRecord {
   const Scheduler* scheduler = nullptr;    // to name the plan's slots
 };
 
+// Told when an awaitable request (Request::awaitable: later requests wait
+// for it) finishes or is refused, so that what waits for it can start.
+class RequestDoneListener {
+ public:
+  virtual ~RequestDoneListener() = default;
+  virtual void request_done(const Request& r, TimeNs at) = 0;
+};
+
 class EngineObserver {
  public:
   virtual ~EngineObserver() = default;
@@ -127,6 +135,7 @@ class Engine {
          const TokenSource* tokens = nullptr);
 
   void set_observer(EngineObserver* obs) { obs_ = obs; }
+  void set_done_listener(RequestDoneListener* l) { done_ = l; }
   // Replays the whole source on this replica alone. Throws InputError when
   // arrivals go back in time.
   EngineResult run(RequestSource& source);
@@ -165,6 +174,7 @@ class Engine {
   Executor& exec_;
   Scheduler sched_;
   EngineObserver* obs_ = nullptr;
+  RequestDoneListener* done_ = nullptr;
   std::unique_ptr<EventLoop> own_loop_;  // a lone replica's
   EventLoop& loop_;
   uint32_t index_ = 0;

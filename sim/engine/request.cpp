@@ -89,6 +89,9 @@ void Request::clear() {
   session.clear();
   extras = HashExtras{};
   warmup = false;
+  wait_for.clear();
+  wait_after = 0;
+  awaitable = false;
   prompt_chain.reset(prompt_chain.block_size(), nullptr);
 }
 

@@ -34,6 +34,15 @@ struct Request {
   // first part of a trace plays a server that has been running.
   bool warmup = false;
 
+  // Dependencies (Dynamo's agentic Mooncake traces): in engine mode this
+  // request arrives `wait_after` ns after the last of the requests named in
+  // `wait_for` (by id) has finished, not at `arrival`, which is then only its
+  // recorded time (the order of cache mode and analyze). `awaitable`: later
+  // requests may name it, so the engine remembers when it finished.
+  std::vector<std::string> wait_for;
+  TimeNs wait_after = 0;
+  bool awaitable = false;
+
   // The prompt's hash chain, when a stage upstream already computed it (the
   // replay's ideal-hit-rate pass does), so the scheduler does not hash the
   // prompt a second time. Derived data: empty unless set, and used only
