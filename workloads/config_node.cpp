@@ -6,6 +6,9 @@
 #include <set>
 #include <sstream>
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 #include "sim/base/error.h"
 #include "sim/base/json_out.h"
 
@@ -32,18 +35,49 @@ void refuse_duplicate_keys(const YAML::Node& node, const std::string& file, cons
 
 }  // namespace
 
+namespace {
+// Where each document of a stream starts; nothing else is kept.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& m) override { starts.push_back(m); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  std::vector<YAML::Mark> starts;
+};
+}  // namespace
+
 YAML::Node load_yaml_strict(const std::string& text, const std::string& file) {
-  std::vector<YAML::Node> docs;
+  // Documents are counted with the parser, three at most, rather than by
+  // YAML::LoadAll: yaml-cpp 0.7's LoadAll never returns on a stream it
+  // cannot advance through (one that starts with ',', found by the scenario
+  // fuzzer), yielding empty documents for ever. A second document that
+  // starts where the first did is that case: the parser made no progress.
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts docs;
+    int n = 0;
+    while (n < 3 && parser.HandleNextDocument(docs)) ++n;
+    for (size_t i = 1; i < docs.starts.size(); ++i)
+      if (docs.starts[i].pos == docs.starts[i - 1].pos)
+        throw InputError(file, docs.starts[i].line + 1,
+                         "invalid YAML: the parser cannot read past column " +
+                             std::to_string(docs.starts[i].column + 1) + " (a stray ',', ']' or '}'?)");
+    if (n >= 2) {
+      const YAML::Mark m = docs.starts.size() > 1 ? docs.starts[1] : YAML::Mark::null_mark();
+      throw InputError(file, m.is_null() ? 1 : m.line + 1, "a second YAML document ('---'): give one document only");
+    }
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw InputError(file, e.mark.line + 1, "invalid YAML: " + e.msg);
   }
-  if (docs.size() > 1) {
-    const YAML::Mark m = docs[1].Mark();
-    throw InputError(file, m.is_null() ? 1 : m.line + 1, "a second YAML document ('---'): give one document only");
-  }
-  YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
   refuse_duplicate_keys(root, file, "");
   return root;
 }

@@ -55,14 +55,17 @@ int cmd_replay(const Args& args) {
   if (!parse_args(args, opts, pos, vm,
                   "prefixsim replay [TRACE] [--config scenario.yaml] [--policy P] [--mode engine|cache]\n"
                   "                 [--block-size B] [--kv-blocks N | --kv-tokens N | --kv-gb G]\n"
-                  "                 [--model M --gpu G --gpu-mem-util F --tp K] [--profile P] [--out DIR]",
+                  "                 [--model M --gpu G --gpu-mem-util F --tp K] [--profile P]\n"
+                  "                 [--replicas N --router R] [--out DIR]",
                   "Replays a request trace against a vLLM-v1-exact prefix cache and reports hit rate and\n"
                   "TTFT. Engine mode (default) simulates a vLLM v1 server: FCFS scheduler with chunked\n"
                   "prefill and preemption, steps priced by a roofline cost model (or a calibrated\n"
                   "--profile). Cache mode replays each request alone (lookup, allocate, free): hit rates\n"
                   "only, no time. With no TRACE it replays the chatbot workload, 2,000 requests, on\n"
                   "llama-3.1-8b / h100-sxm-80gb. The KV pool is sized from the model and GPU like vLLM\n"
-                  "does unless --kv-blocks/--kv-tokens/--kv-gb is given.\n\n"
+                  "does unless --kv-blocks/--kv-tokens/--kv-gb is given. --replicas N simulates a fleet\n"
+                  "of N such servers on one clock behind --router (round-robin, random, least-loaded,\n"
+                  "session, prefix, kv-aware), each request routed once at its arrival.\n\n"
                   "Writes report.json (prefixsim.report/1), series.csv, summary.md, metrics.prom (vLLM\n"
                   "metric names) and report.html to --out, each atomically. Ctrl-C stops the run and\n"
                   "writes nothing."))
