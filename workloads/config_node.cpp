@@ -36,19 +36,32 @@ void refuse_duplicate_keys(const YAML::Node& node, const std::string& file, cons
 }  // namespace
 
 namespace {
-// Where each document of a stream starts; nothing else is kept.
+// Where each document of a stream starts, and where its first node is;
+// nothing else is kept.
 class DocumentStarts final : public YAML::EventHandler {
  public:
-  void OnDocumentStart(const YAML::Mark& m) override { starts.push_back(m); }
+  void OnDocumentStart(const YAML::Mark& m) override {
+    starts.push_back(m);
+    first_nodes.push_back(YAML::Mark::null_mark());
+  }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { node(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(m);
+  }
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(m);
+  }
   void OnMapEnd() override {}
-  std::vector<YAML::Mark> starts;
+  std::vector<YAML::Mark> starts, first_nodes;
+
+ private:
+  void node(const YAML::Mark& m) {
+    if (!first_nodes.empty() && first_nodes.back().is_null()) first_nodes.back() = m;
+  }
 };
 }  // namespace
 
@@ -71,7 +84,9 @@ YAML::Node load_yaml_strict(const std::string& text, const std::string& file) {
                          "invalid YAML: the parser cannot read past column " +
                              std::to_string(docs.starts[i].column + 1) + " (a stray ',', ']' or '}'?)");
     if (n >= 2) {
-      const YAML::Mark m = docs.starts.size() > 1 ? docs.starts[1] : YAML::Mark::null_mark();
+      const YAML::Mark m = docs.first_nodes.size() > 1 && !docs.first_nodes[1].is_null() ? docs.first_nodes[1]
+                           : docs.starts.size() > 1                                    ? docs.starts[1]
+                                                                                       : YAML::Mark::null_mark();
       throw InputError(file, m.is_null() ? 1 : m.line + 1, "a second YAML document ('---'): give one document only");
     }
     root = YAML::Load(text);
