@@ -33,6 +33,8 @@ class ArcPolicy final : public CachedFirstPolicy {
   int64_t t1_size() const { return t1_size_; }
   int64_t t2_size() const { return t2_size_; }
   bool in_t2(BlockId b) const { return t2_[b] != 0; }
+  const GhostList& b1() const { return b1_; }
+  const GhostList& b2() const { return b2_; }
 
  protected:
   void init(int32_t num_blocks) override {

@@ -28,6 +28,7 @@ class TwoQPolicy final : public CachedFirstPolicy {
   TwoQPolicy(double kin, double kout) : kin_(kin), kout_(kout) {}
   std::string name() const override { return "2q"; }
   bool in_am(BlockId b) const { return am_[b] != 0; }
+  const GhostList& a1out() const { return a1out_; }
 
  protected:
   void init(int32_t num_blocks) override {
