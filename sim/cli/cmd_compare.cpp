@@ -22,7 +22,6 @@
 #include <thread>
 #include <unistd.h>
 
-#include "policies/block_future.h"
 #include "policies/registry.h"
 #include "prefixsim_config.h"
 #include "sim/base/atomic_file.h"
@@ -31,6 +30,7 @@
 #include "sim/engine/cache_replay.h"
 #include "sim/cost/catalog.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/offline_future.h"
 #include "sim/cli/options.h"
 #include "sim/cli/scenario.h"
 #include "sim/cli/scenario_run.h"
@@ -230,12 +230,12 @@ int cmd_compare(const Args& args) {
   bool need_future = false;
   for (const std::string& s : specs) {
     names.push_back(canonical_policy_name(s));
-    need_future = need_future || names.back() == "belady";
+    need_future = need_future || needs_future(s);
   }
   {
     PolicyContext probe;
     probe.block_size = block_size;
-    probe.future = BlockFuture::build(0, 0, [](size_t) { return std::span<const uint32_t>{}; });
+    probe.future = no_future();
     for (const std::string& s : specs) make_policy(s, probe);
   }
 
@@ -275,22 +275,19 @@ int cmd_compare(const Args& args) {
   const std::string format = src->format();
   std::vector<Request> requests;  // engine mode only
   PreparedTrace trace;
+  PolicyContext ctx;
+  ctx.block_size = block_size;
   if (mode == "engine") {
-    if (need_future)
-      throw InputError("--policies: belady runs in cache mode only (its future is indexed by request, and the "
-                       "engine looks requests up again after refusals and preemptions)");
+    if (need_future) refuse_future_in_engine_mode("--policies");
     Request r;
     while (src->next(r)) requests.push_back(r);
     trace = prepare_trace(std::span<const Request>(requests), block_size);
   } else {
-    trace = prepare_trace(*src, block_size);
+    trace = prepass(*src, block_size, need_future, ctx);
   }
   src.reset();
   EngineInputs engine_in{&requests, format, &scen, &resolved};
   if (trace.size() == 0) throw InputError(trace_path + ": the trace has no requests");
-  PolicyContext ctx;
-  ctx.block_size = block_size;
-  if (need_future) ctx.future = BlockFuture::build(trace.num_keys(), trace.size(), [&](size_t i) { return trace.lookup_keys(i); });
 
   // Every pair, over a pool of threads; each result lands in its own slot.
   std::vector<Pair> pairs;

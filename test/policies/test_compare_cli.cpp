@@ -1,5 +1,6 @@
 // `prefixsim compare` end to end: the three outputs, identical whatever the
-// thread count, the belady gap, and one-line errors (exit 2) for bad usage.
+// thread count, the belady gap, one-line errors (exit 2) for bad usage, and
+// `replay --mode cache --policy belady` giving compare's belady figures.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <array>
@@ -126,4 +127,48 @@ TEST_CASE("compare rejects bad usage with a one-line message and exit 2", "[comp
     REQUIRE(r.err.find(b.says) != std::string::npos);
     REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("replay --mode cache --policy belady equals compare's belady at every size; engine mode refuses it",
+          "[compare][cli][belady]") {
+  // Both read the trace ahead with the same pre-pass (offline_future.h).
+  const std::string dir = temp_dir("replay_belady");
+  const std::string trace = write_trace(dir);
+  const std::vector<std::string> common = {"--block-size", "16", "--trace-block-size", "16"};
+  std::vector<std::string> argv = {"compare", trace, "--policies", "lru,belady", "--kv-blocks", "12,30,80",
+                                   "--out", dir + "/cmp", "--quiet"};
+  argv.insert(argv.end(), common.begin(), common.end());
+  const auto c = run_cli(argv);
+  INFO(c.err);
+  REQUIRE(c.rc == 0);
+  const auto cj = nlohmann::json::parse(read_file(dir + "/cmp/compare.json"));
+  int checked = 0;
+  for (const auto& res : cj["results"]) {
+    if (res["policy"] != "belady") continue;
+    const std::string n = std::to_string(res["kv_blocks"].get<int64_t>());
+    std::vector<std::string> rargv = {"replay", trace, "--mode", "cache", "--policy", "belady", "--kv-blocks", n,
+                                      "--check-invariants", "--out", dir + "/rep" + n, "--quiet"};
+    rargv.insert(rargv.end(), common.begin(), common.end());
+    const auto r = run_cli(rargv);
+    INFO("kv blocks " << n << ": " << r.err);
+    REQUIRE(r.rc == 0);
+    const auto rj = nlohmann::json::parse(read_file(dir + "/rep" + n + "/report.json"));
+    REQUIRE(rj["scenario"]["policy_resolved"] == "belady");
+    REQUIRE(rj["prefix_cache"]["hit_rate"].get<double>() == res["hit_rate"].get<double>());
+    REQUIRE(rj["prefix_cache"]["hit_tokens"] == res["hit_tokens"]);
+    REQUIRE(rj["prefix_cache"]["evictions"] == res["evictions"]);
+    ++checked;
+  }
+  REQUIRE(checked == 3);
+  // The offline policy knows the future: it beats lru at the smallest size.
+  REQUIRE(cj["results"][1]["hit_rate"].get<double>() > cj["results"][0]["hit_rate"].get<double>());
+
+  std::vector<std::string> eargv = {"replay", trace, "--mode", "engine", "--policy", "belady", "--kv-blocks", "30",
+                                    "--out", dir + "/eng", "--quiet"};
+  eargv.insert(eargv.end(), common.begin(), common.end());
+  const auto e = run_cli(eargv);
+  INFO(e.err);
+  REQUIRE(e.rc == 2);
+  REQUIRE(e.err.find("--policy: belady runs in cache mode only") != std::string::npos);
+  REQUIRE(std::count(e.err.begin(), e.err.end(), '\n') == 1);
 }
