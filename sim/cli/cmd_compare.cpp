@@ -36,6 +36,7 @@
 #include "sim/cli/scenario_run.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/engine.h"
+#include "sim/engine/prefix_reuse.h"
 #include "reports/latency.h"
 #include "reports/outputs.h"
 #include "sim/base/error.h"
@@ -87,6 +88,9 @@ std::vector<T> split_numbers(const std::string& flag, const std::string& list) {
   if (out.empty()) throw InputError(flag + ": no size given");
   return out;
 }
+
+// How many of the hottest prefixes compare explains (prefix_reuse.h).
+constexpr size_t kHotPrefixes = 5;
 
 struct Pair {
   size_t policy = 0;  // index into the spec list
@@ -318,6 +322,16 @@ int cmd_compare(const Args& args) {
   for (const PairResult& r : results)
     if (r.error) std::rethrow_exception(r.error);
 
+  // The hot-prefix explanation: the hottest shared prefixes' reuse distances
+  // against each pair's usable blocks and ghost list (prefix_reuse.h).
+  const std::vector<PrefixReuse> hot = hot_prefix_reuse(trace, kHotPrefixes);
+  std::vector<int64_t> ghosts(pairs.size(), 0);
+  for (size_t i = 0; i < pairs.size(); ++i)  // a pool of the pair's size sizes the policy's ghost list
+    ghosts[i] = BlockPool(static_cast<int32_t>(sizes[pairs[i].size].num_blocks), true,
+                          make_policy(specs[pairs[i].policy], ctx))
+                    .policy()
+                    .ghost_capacity();
+
   // Belady's hit rate at each size, for the gaps.
   std::vector<double> belady(sizes.size(), NAN);
   for (size_t i = 0; i < pairs.size(); ++i)
@@ -364,6 +378,8 @@ int cmd_compare(const Args& args) {
     o["block_hit_rate"] = r.block_hit_rate;
     o["evictions"] = r.evictions;
     o["refused_requests"] = r.refused_requests;
+    o["capacity_blocks"] = k.num_blocks - 1;
+    o["ghost_blocks"] = ghosts[i];
     if (!std::isnan(belady[pairs[i].size])) o["gap_to_belady"] = belady[pairs[i].size] - r.hit_rate;
     if (mode == "engine") {
       o["ttft_p50_ms"] = results[i].ttft_p50_ms;
@@ -372,6 +388,17 @@ int cmd_compare(const Args& args) {
     jres.push_back(std::move(o));
   }
   j["results"] = jres;
+  nlohmann::ordered_json jhot = nlohmann::ordered_json::array();
+  for (const PrefixReuse& h : hot)
+    jhot.push_back({{"hash", to_hex(h.last)},
+                    {"blocks", h.blocks},
+                    {"tokens", static_cast<int64_t>(h.blocks) * block_size},
+                    {"reuses", h.reuses},
+                    {"tokens_saved", h.tokens_saved},
+                    {"median_reuse_distance_blocks", h.median_distance},
+                    {"reuse_distances_blocks", h.distances.size() <= 100 ? nlohmann::ordered_json(h.distances)
+                                                                          : nlohmann::ordered_json()}});
+  j["hot_prefixes"] = jhot;
   if (need_future) j["notes"] = {belady_note};
 
   // compare.csv
@@ -431,6 +458,32 @@ int cmd_compare(const Args& args) {
     for (size_t i = 0; i < pairs.size(); ++i)
       if (pairs[i].policy == p) md << " " << pct(results[i].cache.hit_rate) << " |";
     md << "\n";
+  }
+  if (!hot.empty()) {
+    md << "\n## Hot prefixes: reuse distance against capacity and ghost list\n\n"
+       << "Reuse distance: the distinct blocks touched from one use of a prefix to the next, its own included "
+          "(median over its reuses). A pool with at least that many usable blocks keeps the prefix by recency "
+          "alone (lru); a ghost list that reaches that far (capacity + ghost) at least recognises it when it "
+          "returns (arc, 2q, s3fifo); beyond both, only frequency can keep it (lfu, lfu-da, gdsf, tinylfu's "
+          "sketch, s3fifo's main queue).\n\n| # | prefix (last block) | tokens | reuses | median reuse distance "
+          "(blocks) |\n| ---: | --- | ---: | ---: | ---: |\n";
+    for (size_t h = 0; h < hot.size(); ++h)
+      md << "| " << h + 1 << " | `" << to_hex(hot[h].last).substr(0, 12) << "` | "
+         << static_cast<int64_t>(hot[h].blocks) * block_size << " | " << hot[h].reuses << " | "
+         << hot[h].median_distance << " |\n";
+    md << "\n| policy | kv blocks | capacity | ghost | capacity + ghost | hot prefixes within capacity | within "
+          "capacity + ghost |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const int64_t cap = sizes[pairs[i].size].num_blocks - 1;
+      size_t within = 0, within_ghost = 0;
+      for (const PrefixReuse& h : hot) {
+        within += static_cast<int64_t>(h.median_distance) <= cap ? 1 : 0;
+        within_ghost += static_cast<int64_t>(h.median_distance) <= cap + ghosts[i] ? 1 : 0;
+      }
+      md << "| " << specs[pairs[i].policy] << " | " << sizes[pairs[i].size].num_blocks << " | " << cap << " | "
+         << ghosts[i] << " | " << cap + ghosts[i] << " | " << within << " of " << hot.size() << " | " << within_ghost
+         << " of " << hot.size() << " |\n";
+    }
   }
   uint64_t refused = 0;
   for (const PairResult& r : results) refused += r.cache.refused_requests;
