@@ -33,6 +33,8 @@ class ArcPolicy final : public CachedFirstPolicy {
   int64_t t1_size() const { return t1_size_; }
   int64_t t2_size() const { return t2_size_; }
   bool in_t2(BlockId b) const { return t2_[b] != 0; }
+  const GhostList& b1() const { return b1_; }
+  const GhostList& b2() const { return b2_; }
 
  protected:
   void init(int32_t num_blocks) override {
@@ -85,6 +87,8 @@ class ArcPolicy final : public CachedFirstPolicy {
     while (b1_.size() > 0 && t1_size_ + b1_.size() > c) b1_.pop_oldest();
     while (b2_.size() > 0 && t1_size_ + t2_size_ + b1_.size() + b2_.size() > 2 * c) b2_.pop_oldest();
   }
+  // |T1| + |T2| + |B1| + |B2| <= 2c: with the cache full, c ghosts in all.
+  int64_t ghost_capacity() const override { return capacity(); }
   size_t policy_bytes() const override {
     return t1_free_.bytes() + t2_free_.bytes() + t2_.capacity() + b1_.bytes() + b2_.bytes();
   }

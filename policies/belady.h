@@ -22,6 +22,18 @@
 // as in a heap. `fast=false` keeps every block in one heap, never-used ones
 // keyed (farthest, release), the reference the list and runs are tested
 // against.
+//
+// Parameters: none (Belady's MIN; libCacheSim's Belady, which takes each
+// request's next access time from the trace). The future here is per block
+// key and per request, built by a pre-pass over the whole trace, so belady
+// runs in cache mode only: the engine retries requests after refusals and
+// preemptions, which the request-indexed future cannot follow.
+// Adapted to a paged KV cache: "next use" is the next request whose prefix
+// lookup may reach the block (floor((prompt - 1) / B) blocks), not any touch;
+// only free blocks can go (running requests pin theirs, so MIN's choice may
+// be unavailable); never-used free blocks go first (CachedFirstPolicy); ties
+// on next use go deepest first, so a chain is cut from its tail. Equal to
+// textbook MIN on single-block streams (test_policy_differential.cpp).
 #pragma once
 
 #include <memory>

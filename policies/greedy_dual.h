@@ -24,6 +24,20 @@
 // the chain as the blocks are released last to first (gdsf), or are equal
 // and come in release order (lfu-da). `fast=false` keeps the plain heap as
 // the reference.
+//
+// gdsf's parameters, ours | libCacheSim GDSF (cpp/GDSF.cpp) | Cherkasova 1998:
+//   attn_tokens  32768 | none | none
+//   cost         1 + (d + 1/2) x B / attn_tokens (prefill work saved) |
+//                1 | any cost (1, or the fetch latency / packets)
+//   size         1 block | object bytes (K = L + F x 1e6 / size) | bytes
+//   ties         released longest ago | least recent access | unspecified
+// Adapted to a paged KV cache: every block has the same size, so "size"
+// drops out and the cost (the prefill compute a hit saves, growing with the
+// block's depth in the prompt) is what distinguishes blocks; only free
+// blocks can go, and a block in use keeps its key while L rises past it;
+// never-used free blocks go first (CachedFirstPolicy). Equal to textbook
+// GreedyDual with the same cost on single-block streams
+// (test_policy_differential.cpp).
 #pragma once
 
 #include <string>

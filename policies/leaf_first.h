@@ -11,6 +11,17 @@
 // is looked up in the pool and that block gains a child; on eviction, the
 // parent loses it. A generation number per block keeps a stale parent link
 // (the parent was evicted and its block reused) from being followed.
+//
+// Parameters: none, as SGLang's RadixCache (no libCacheSim counterpart:
+// it caches flat objects, not trees). Differences from SGLang: SGLang
+// evicts token-granular radix nodes ordered by last access time, a node
+// whose lock_ref > 0 (in use) being skipped; here a node is one full block,
+// ordered by release time (when its last reference went), and blocks in use
+// are not candidates at all (ref count > 0, the pool's rule). SGLang has no
+// never-used pool to draw from first; the paged pool hands out never-used
+// blocks before evicting (CachedFirstPolicy). On single-block streams every
+// block is a leaf and leaf-first equals textbook LRU
+// (test_policy_differential.cpp).
 #pragma once
 
 #include <vector>

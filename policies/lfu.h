@@ -17,6 +17,20 @@
 // non-empty lists; counts of kBuckets and more (rare, very hot blocks) wait
 // in a heap keyed the same way. The heap alone (`buckets=false`, and always
 // with aging) gives the same evictions and serves as the reference.
+//
+// Parameters, ours | libCacheSim LFU (cpp/LFU.cpp) | the literature:
+//   half_life   0 = off, in block accesses | none: plain counts | decayed
+//               counts, e.g. LRFU's lambda (Lee et al., 1999)
+//   ties        released longest ago | least recent access | unspecified
+//   count       from 1 at caching, +1 per hit | the same | the same
+// Adapted to a paged KV cache: only free blocks (ref count 0) can go, so a
+// block held by running requests is not a candidate however low its count;
+// its count still grows with every lookup that hits it. A block's count
+// dies with its content (no memory of evicted hashes, unlike tinylfu's
+// sketch). Never-used free blocks are handed out before any cached one
+// (CachedFirstPolicy), so nothing is evicted while they last. Equal to the
+// textbook LFU eviction for eviction on single-block streams
+// (test/policies/test_policy_differential.cpp).
 #pragma once
 
 #include <cmath>

@@ -20,6 +20,20 @@
 // (A bucket queue for monotone integer priorities; cf. Dial's algorithm,
 // CACM 1969.) GreedyDualPolicy("lfu-da", ..., fast=false), a plain heap, is
 // the reference it is tested against.
+//
+// Parameters, ours | libCacheSim LFUDA | paper: none of the three has one
+// (libCacheSim's refuses any). Key K = L + frequency (cost = size = 1 of
+// the paper's C x F / S + L), set at every access with the L of that
+// moment; new content at L + 1; L becomes the evicted key. Ties, which the
+// paper leaves open: released longest ago (libCacheSim: the first to reach
+// that key). libCacheSim's hit update differs in detail (see its
+// LFUDA.c); prefixsim is held to the paper's K = L + F by the textbook
+// GreedyDual reference (test_policy_differential.cpp, eviction for eviction)
+// and the worked example (test_policy_worked_examples.cpp).
+// Adapted to a paged KV cache: only free blocks can go; a block in use keeps
+// the key of its last access while L rises past it (the heap above), and
+// evicting it later can take L back down, which the paper's single-threaded
+// web cache never sees. Never-used free blocks go first (CachedFirstPolicy).
 #pragma once
 
 #include <algorithm>

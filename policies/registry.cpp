@@ -60,7 +60,7 @@ const std::vector<PolicyInfo>& policy_registry() {
        [](PolicyParams&, const PolicyContext& c) -> std::unique_ptr<EvictionPolicy> {
          if (!c.future)
            throw InputError("--policy belady: the offline policy needs the whole trace ahead of time; "
-                            "it is available in cache-mode replays (prefixsim compare)");
+                            "it is available in cache-mode replays (replay --mode cache, compare)");
          return std::make_unique<BeladyPolicy>(c.future);
        }},
   };

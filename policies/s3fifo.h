@@ -92,6 +92,7 @@ class S3FifoPolicy final : public CachedFirstPolicy {
     if (to_ghost_[b]) ghost_.push(hash, key);
     to_ghost_[b] = 0;
   }
+  int64_t ghost_capacity() const override { return ghost_.capacity(); }
   size_t policy_bytes() const override {
     return small_.bytes() + main_.bytes() + freq_.capacity() + to_ghost_.capacity() + ghost_.bytes();
   }

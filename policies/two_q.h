@@ -28,6 +28,7 @@ class TwoQPolicy final : public CachedFirstPolicy {
   TwoQPolicy(double kin, double kout) : kin_(kin), kout_(kout) {}
   std::string name() const override { return "2q"; }
   bool in_am(BlockId b) const { return am_[b] != 0; }
+  const GhostList& a1out() const { return a1out_; }
 
  protected:
   void init(int32_t num_blocks) override {
@@ -56,6 +57,7 @@ class TwoQPolicy final : public CachedFirstPolicy {
     if (!am_[b]) a1out_.push(hash, key);
     am_[b] = 0;
   }
+  int64_t ghost_capacity() const override { return a1out_.capacity(); }
   size_t policy_bytes() const override { return a1_free_.bytes() + am_free_.bytes() + am_.capacity() + a1out_.bytes(); }
 
  private:

@@ -22,7 +22,6 @@
 #include <thread>
 #include <unistd.h>
 
-#include "policies/block_future.h"
 #include "policies/registry.h"
 #include "prefixsim_config.h"
 #include "sim/base/atomic_file.h"
@@ -31,11 +30,13 @@
 #include "sim/engine/cache_replay.h"
 #include "sim/cost/catalog.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/offline_future.h"
 #include "sim/cli/options.h"
 #include "sim/cli/scenario.h"
 #include "sim/cli/scenario_run.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/engine.h"
+#include "sim/engine/prefix_reuse.h"
 #include "reports/latency.h"
 #include "reports/outputs.h"
 #include "sim/base/error.h"
@@ -88,6 +89,9 @@ std::vector<T> split_numbers(const std::string& flag, const std::string& list) {
   if (out.empty()) throw InputError(flag + ": no size given");
   return out;
 }
+
+// How many of the hottest prefixes compare explains (prefix_reuse.h).
+constexpr size_t kHotPrefixes = 5;
 
 struct Pair {
   size_t policy = 0;  // index into the spec list
@@ -253,12 +257,12 @@ int cmd_compare(const Args& args) {
   bool need_future = false;
   for (const std::string& s : specs) {
     names.push_back(canonical_policy_name(s));
-    need_future = need_future || names.back() == "belady";
+    need_future = need_future || needs_future(s);
   }
   {
     PolicyContext probe;
     probe.block_size = block_size;
-    probe.future = BlockFuture::build(0, 0, [](size_t) { return std::span<const uint32_t>{}; });
+    probe.future = no_future();
     for (const std::string& s : specs) make_policy(s, probe);
   }
 
@@ -311,22 +315,19 @@ int cmd_compare(const Args& args) {
   const std::string format = src->format();
   std::vector<Request> requests;  // engine mode only
   PreparedTrace trace;
+  PolicyContext ctx;
+  ctx.block_size = block_size;
   if (mode == "engine") {
-    if (need_future)
-      throw InputError("--policies: belady runs in cache mode only (its future is indexed by request, and the "
-                       "engine looks requests up again after refusals and preemptions)");
+    if (need_future) refuse_future_in_engine_mode("--policies");
     Request r;
     while (src->next(r)) requests.push_back(r);
     trace = prepare_trace(std::span<const Request>(requests), block_size);
   } else {
-    trace = prepare_trace(*src, block_size);
+    trace = prepass(*src, block_size, need_future, ctx);
   }
   src.reset();
   EngineInputs engine_in{&requests, format, &scen, &resolved};
   if (trace.size() == 0) throw InputError(trace_path + ": the trace has no requests");
-  PolicyContext ctx;
-  ctx.block_size = block_size;
-  if (need_future) ctx.future = BlockFuture::build(trace.num_keys(), trace.size(), [&](size_t i) { return trace.lookup_keys(i); });
 
   // Every pair, over a pool of threads; each result lands in its own slot.
   std::vector<Pair> pairs;
@@ -368,6 +369,16 @@ int cmd_compare(const Args& args) {
   progress.clear();
   for (const PairResult& r : results)
     if (r.error) std::rethrow_exception(r.error);
+
+  // The hot-prefix explanation: the hottest shared prefixes' reuse distances
+  // against each pair's usable blocks and ghost list (prefix_reuse.h).
+  const std::vector<PrefixReuse> hot = hot_prefix_reuse(trace, kHotPrefixes);
+  std::vector<int64_t> ghosts(pairs.size(), 0);
+  for (size_t i = 0; i < pairs.size(); ++i)  // a pool of the pair's size sizes the policy's ghost list
+    ghosts[i] = BlockPool(static_cast<int32_t>(sizes[pairs[i].size].num_blocks), true,
+                          make_policy(specs[pairs[i].policy], ctx))
+                    .policy()
+                    .ghost_capacity();
 
   // Belady's hit rate at each size, for the gaps.
   std::vector<double> belady(sizes.size(), NAN);
@@ -419,6 +430,8 @@ int cmd_compare(const Args& args) {
     o["block_hit_rate"] = r.block_hit_rate;
     o["evictions"] = r.evictions;
     o["refused_requests"] = r.refused_requests;
+    o["capacity_blocks"] = k.num_blocks - 1;
+    o["ghost_blocks"] = ghosts[i];
     if (!std::isnan(belady[pairs[i].size])) o["gap_to_belady"] = belady[pairs[i].size] - r.hit_rate;
     if (mode == "engine") {
       o["ttft_p50_ms"] = results[i].ttft_p50_ms;
@@ -433,6 +446,17 @@ int cmd_compare(const Args& args) {
     jres.push_back(std::move(o));
   }
   j["results"] = jres;
+  nlohmann::ordered_json jhot = nlohmann::ordered_json::array();
+  for (const PrefixReuse& h : hot)
+    jhot.push_back({{"hash", to_hex(h.last)},
+                    {"blocks", h.blocks},
+                    {"tokens", static_cast<int64_t>(h.blocks) * block_size},
+                    {"reuses", h.reuses},
+                    {"tokens_saved", h.tokens_saved},
+                    {"median_reuse_distance_blocks", h.median_distance},
+                    {"reuse_distances_blocks", h.distances.size() <= 100 ? nlohmann::ordered_json(h.distances)
+                                                                          : nlohmann::ordered_json()}});
+  j["hot_prefixes"] = jhot;
   if (need_future) j["notes"] = {belady_note};
 
   // compare.csv
@@ -510,6 +534,32 @@ int cmd_compare(const Args& args) {
             md << " " << pct(results[i].cache.hit_rate) << " |";
         md << "\n";
       }
+  if (!hot.empty()) {
+    md << "\n## Hot prefixes: reuse distance against capacity and ghost list\n\n"
+       << "Reuse distance: the distinct blocks touched from one use of a prefix to the next, its own included "
+          "(median over its reuses). A pool with at least that many usable blocks keeps the prefix by recency "
+          "alone (lru); a ghost list that reaches that far (capacity + ghost) at least recognises it when it "
+          "returns (arc, 2q, s3fifo); beyond both, only frequency can keep it (lfu, lfu-da, gdsf, tinylfu's "
+          "sketch, s3fifo's main queue).\n\n| # | prefix (last block) | tokens | reuses | median reuse distance "
+          "(blocks) |\n| ---: | --- | ---: | ---: | ---: |\n";
+    for (size_t h = 0; h < hot.size(); ++h)
+      md << "| " << h + 1 << " | `" << to_hex(hot[h].last).substr(0, 12) << "` | "
+         << static_cast<int64_t>(hot[h].blocks) * block_size << " | " << hot[h].reuses << " | "
+         << hot[h].median_distance << " |\n";
+    md << "\n| policy | kv blocks | capacity | ghost | capacity + ghost | hot prefixes within capacity | within "
+          "capacity + ghost |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const int64_t cap = sizes[pairs[i].size].num_blocks - 1;
+      size_t within = 0, within_ghost = 0;
+      for (const PrefixReuse& h : hot) {
+        within += static_cast<int64_t>(h.median_distance) <= cap ? 1 : 0;
+        within_ghost += static_cast<int64_t>(h.median_distance) <= cap + ghosts[i] ? 1 : 0;
+      }
+      md << "| " << specs[pairs[i].policy] << " | " << sizes[pairs[i].size].num_blocks << " | " << cap << " | "
+         << ghosts[i] << " | " << cap + ghosts[i] << " | " << within << " of " << hot.size() << " | " << within_ghost
+         << " of " << hot.size() << " |\n";
+    }
+  }
   uint64_t refused = 0;
   for (const PairResult& r : results) refused += r.cache.refused_requests;
   if (refused)

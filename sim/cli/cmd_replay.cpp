@@ -13,6 +13,7 @@
 #include "sim/engine/cache_replay.h"
 #include "sim/cost/catalog.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/offline_future.h"
 #include "sim/cli/options.h"
 #include "sim/cli/replay_collector.h"
 #include "sim/cli/scenario.h"
@@ -112,6 +113,10 @@ int cmd_replay(const Args& args) {
   if (steps_every < 1) throw InputError("--steps-every: must be at least 1");
   PolicyContext pctx;
   pctx.block_size = s.block_size;
+  // belady: checked now against an empty future, made after the pre-pass.
+  const bool offline = needs_future(s.policy);
+  if (offline && s.mode != "cache") refuse_future_in_engine_mode("--policy");
+  if (offline) pctx.future = no_future();
   auto policy = make_policy(s.policy, pctx);
   const std::string policy_name = canonical_policy_name(s.policy);
 
@@ -145,9 +150,14 @@ int cmd_replay(const Args& args) {
   try {
     if (s.mode == "cache") {
       CacheSeriesCollector collector(!vm.count("quiet") && ::isatty(2));
-      const CacheReplayResult r =
-          run_cache_replay(ideal, s.block_size, kv_size.num_blocks, std::move(policy), s.check_invariants,
-                           [&](const CacheReplayer& rep) { return collector.after_request(rep); });
+      const CacheReplayHook hook = [&](const CacheReplayer& rep) { return collector.after_request(rep); };
+      CacheReplayResult r;
+      if (offline) {  // the trace read ahead (as compare reads it), then replayed from memory
+        const PreparedTrace trace = prepass(ideal, s.block_size, true, pctx);
+        r = run_cache_replay(trace, kv_size.num_blocks, make_policy(s.policy, pctx), s.check_invariants, hook);
+      } else {
+        r = run_cache_replay(ideal, s.block_size, kv_size.num_blocks, std::move(policy), s.check_invariants, hook);
+      }
       if (g_interrupted.load()) throw Interrupted{};
       collector.fill(report);
       report.trace.requests = r.requests + r.refused_requests;

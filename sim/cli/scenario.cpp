@@ -99,7 +99,8 @@ const std::vector<ScenarioOption>& scenario_options() {
       {"mode", "mode", &Scenario::mode, Echo::value, kForReplay,
        "engine (default: discrete-event simulation) or cache (no time)"},
       {"policy", "policy", &Scenario::policy, Echo::value, kForReplay,
-       "eviction policy, name[:key=value,...] (default lru = vLLM)"},
+       "eviction policy, name[:key=value,...] (default lru = vLLM); belady, the offline one, in cache mode only "
+       "(the trace is read into memory first to learn its future)"},
       {"block-size", "block_size", &Scenario::block_size, Echo::value, kBoth, "KV block size in tokens (default 16)"},
       {"replicas", "replicas", &Scenario::replicas, Echo::with_fleet, kForReplay,
        "engine mode: a fleet of N replicas of this server behind --router (default 1)"},

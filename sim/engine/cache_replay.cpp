@@ -68,6 +68,10 @@ class Preparer {
     e.prompt_len = r.prompt_len;
     e.total_len = r.prompt_len + r.output_len;
     for (const BlockHash& h : chain_.hashes()) t_.keys.push_back(interner_.intern(h));
+    if (r.warmup) {
+      if (t_.warmup != t_.requests.size()) throw InternalError("prepare_trace: a warm-up request after a counted one");
+      ++t_.warmup;
+    }
     t_.requests.push_back(e);
     t_.prompt_tokens += r.prompt_len;
     t_.output_tokens += r.output_len;
@@ -222,11 +226,16 @@ CacheReplayResult CacheReplayer::result() const {
 }
 
 CacheReplayResult run_cache_replay(const PreparedTrace& trace, int64_t num_blocks,
-                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants) {
+                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants,
+                                   const CacheReplayHook& after_each) {
   CacheReplayer rep(trace.block_size, num_blocks, std::move(policy), check_invariants,
                     std::max<uint32_t>(trace.num_keys(), 1));
-  for (size_t i = 0; i < trace.size(); ++i)
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (i == trace.warmup) rep.start_counting();  // the warm-up requests come first
     rep.step_keys(trace.keys_of(i), trace.key_hashes, trace.requests[i].prompt_len, trace.requests[i].total_len);
+    if (after_each && !after_each(rep)) break;
+  }
+  if (!rep.counting()) rep.start_counting();  // the whole trace warmed the cache: nothing counted
   return rep.result();
 }
 

@@ -61,6 +61,9 @@ struct PreparedTrace {
   std::vector<Entry> requests;
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
+  // The leading requests marked Request::warmup: a replay lets them warm
+  // the cache and counts from the next one on.
+  size_t warmup = 0;
 
   std::span<const uint32_t> keys_of(size_t i) const { return {keys.data() + requests[i].offset, requests[i].num_keys}; }
   // The keys request i's lookup may hit (for the offline policy's future).
@@ -114,14 +117,16 @@ class CacheReplayer {
   std::vector<BlockId> table_;
 };
 
+// `after_each`, when given, sees the replayer after every request (series,
+// progress) and stops the replay by returning false (Ctrl-C); the result
+// then covers what ran.
+using CacheReplayHook = std::function<bool(const CacheReplayer&)>;
 CacheReplayResult run_cache_replay(const PreparedTrace& trace, int64_t num_blocks,
-                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false);
+                                   std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false,
+                                   const CacheReplayHook& after_each = {});
 CacheReplayResult run_cache_replay(std::span<const Request> requests, int32_t block_size, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false);
-// Streams: memory does not grow with the trace. `after_each`, when given,
-// sees the replayer after every request (series, progress) and stops the
-// replay by returning false (Ctrl-C); the result then covers what ran.
-using CacheReplayHook = std::function<bool(const CacheReplayer&)>;
+// Streams: memory does not grow with the trace.
 CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false,
                                    const CacheReplayHook& after_each = {});

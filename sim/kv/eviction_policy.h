@@ -61,6 +61,10 @@ class EvictionPolicy {
   virtual int32_t num_free() const = 0;
   // Bytes of per-block policy state (for the memory benchmark).
   virtual size_t bytes() const = 0;
+  // How many evicted hashes the policy remembers at most while the pool is
+  // full (ghost lists: arc's B1 + B2, 2q's A1out, s3fifo's G); valid after
+  // reset(). compare sets it beside a hot prefix's reuse distance.
+  virtual int64_t ghost_capacity() const { return 0; }
 };
 
 }  // namespace prefixsim

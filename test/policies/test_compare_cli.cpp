@@ -1,9 +1,12 @@
 // `prefixsim compare` end to end: the three outputs, identical whatever the
-// thread count, the belady gap, and one-line errors (exit 2) for bad usage.
+// thread count, the belady gap, one-line errors (exit 2) for bad usage, and
+// `replay --mode cache --policy belady` giving compare's belady figures.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -126,4 +129,113 @@ TEST_CASE("compare rejects bad usage with a one-line message and exit 2", "[comp
     REQUIRE(r.err.find(b.says) != std::string::npos);
     REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("replay --mode cache --policy belady equals compare's belady at every size; engine mode refuses it",
+          "[compare][cli][belady]") {
+  // Both read the trace ahead with the same pre-pass (offline_future.h).
+  const std::string dir = temp_dir("replay_belady");
+  const std::string trace = write_trace(dir);
+  const std::vector<std::string> common = {"--block-size", "16", "--trace-block-size", "16"};
+  std::vector<std::string> argv = {"compare", trace, "--policies", "lru,belady", "--kv-blocks", "12,30,80",
+                                   "--out", dir + "/cmp", "--quiet"};
+  argv.insert(argv.end(), common.begin(), common.end());
+  const auto c = run_cli(argv);
+  INFO(c.err);
+  REQUIRE(c.rc == 0);
+  const auto cj = nlohmann::json::parse(read_file(dir + "/cmp/compare.json"));
+  int checked = 0;
+  for (const auto& res : cj["results"]) {
+    if (res["policy"] != "belady") continue;
+    const std::string n = std::to_string(res["kv_blocks"].get<int64_t>());
+    std::vector<std::string> rargv = {"replay", trace, "--mode", "cache", "--policy", "belady", "--kv-blocks", n,
+                                      "--check-invariants", "--out", dir + "/rep" + n, "--quiet"};
+    rargv.insert(rargv.end(), common.begin(), common.end());
+    const auto r = run_cli(rargv);
+    INFO("kv blocks " << n << ": " << r.err);
+    REQUIRE(r.rc == 0);
+    const auto rj = nlohmann::json::parse(read_file(dir + "/rep" + n + "/report.json"));
+    REQUIRE(rj["scenario"]["policy_resolved"] == "belady");
+    REQUIRE(rj["prefix_cache"]["hit_rate"].get<double>() == res["hit_rate"].get<double>());
+    REQUIRE(rj["prefix_cache"]["hit_tokens"] == res["hit_tokens"]);
+    REQUIRE(rj["prefix_cache"]["evictions"] == res["evictions"]);
+    ++checked;
+  }
+  REQUIRE(checked == 3);
+  // The offline policy knows the future: it beats lru at the smallest size.
+  REQUIRE(cj["results"][1]["hit_rate"].get<double>() > cj["results"][0]["hit_rate"].get<double>());
+
+  std::vector<std::string> eargv = {"replay", trace, "--mode", "engine", "--policy", "belady", "--kv-blocks", "30",
+                                    "--out", dir + "/eng", "--quiet"};
+  eargv.insert(eargv.end(), common.begin(), common.end());
+  const auto e = run_cli(eargv);
+  INFO(e.err);
+  REQUIRE(e.rc == 2);
+  REQUIRE(e.err.find("--policy: belady runs in cache mode only") != std::string::npos);
+  REQUIRE(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+}
+
+TEST_CASE("compare reports a recurring system prompt's reuse distance against each policy's capacity and ghost list",
+          "[compare][cli][hot-prefix]") {
+  // Block size 16. The system prompt is 32 tokens (2 blocks); a request
+  // with it adds 17 tokens of its own (one more full block, looked up:
+  // floor(48 / 16) = 3 blocks). One-offs are 40 tokens of their own (2 full
+  // blocks). Bursts of 2, 4 and 3 one-offs separate its four uses, so at
+  // each reuse the distinct blocks touched since the last use are its own 2
+  // plus 2 per one-off (the last use's own third block is older than the
+  // prompt: freed first): 6, 10 and 8 blocks; the median is 8.
+  const std::string dir = temp_dir("compare_hot");
+  const std::string trace = dir + "/trace.jsonl";
+  {
+    std::ofstream out(trace);
+    int32_t next = 1000, id = 0;
+    auto request = [&](bool with_prompt, int own) {
+      std::string toks;
+      if (with_prompt)
+        for (int k = 0; k < 32; ++k) toks += (toks.empty() ? "" : ",") + std::to_string(k + 1);
+      for (int k = 0; k < own; ++k) toks += (toks.empty() ? "" : ",") + std::to_string(next++);
+      out << "{\"id\":\"r" << id << "\",\"t\":" << id << ",\"tokens\":[" << toks << "],\"output_len\":1}\n";
+      ++id;
+    };
+    for (int burst : {2, 4, 3, 0}) {
+      request(true, 17);
+      for (int k = 0; k < burst; ++k) request(false, 40);
+    }
+  }
+  const auto r = run_cli({"compare", trace, "--policies", "lru,arc,2q,s3fifo", "--kv-blocks", "8,13", "--block-size",
+                          "16", "--out", dir + "/out", "--quiet"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(read_file(dir + "/out/compare.json"));
+  REQUIRE(j["hot_prefixes"].size() == 1);  // nothing else is reused
+  const auto& h = j["hot_prefixes"][0];
+  REQUIRE(h["blocks"] == 2);
+  REQUIRE(h["tokens"] == 32);
+  REQUIRE(h["reuses"] == 3);
+  REQUIRE(h["reuse_distances_blocks"] == nlohmann::json::array({6, 10, 8}));
+  REQUIRE(h["median_reuse_distance_blocks"] == 8);
+  // The very prefix `analyze` ranks hottest.
+  const auto a = run_cli({"analyze", trace, "--block-size", "16", "--out", dir + "/an"});
+  REQUIRE(a.rc == 0);
+  const auto aj = nlohmann::json::parse(read_file(dir + "/an/analysis.json"));
+  REQUIRE(aj["hottest_prefixes"][0]["hash"] == h["hash"]);
+  // Capacity and ghost per pair: usable blocks c = kv blocks - 1; arc
+  // remembers c hashes in all, 2q floor(0.5 c) + 1, s3fifo c, lru none.
+  const std::map<std::string, std::function<int64_t(int64_t)>> ghost = {
+      {"lru", [](int64_t) { return int64_t{0}; }},
+      {"arc", [](int64_t c) { return c; }},
+      {"2q", [](int64_t c) { return c / 2 + 1; }},
+      {"s3fifo", [](int64_t c) { return c; }}};
+  for (const auto& res : j["results"]) {
+    const int64_t c = res["kv_blocks"].get<int64_t>() - 1;
+    INFO(res["policy"] << " at " << res["kv_blocks"]);
+    REQUIRE(res["capacity_blocks"] == c);
+    REQUIRE(res["ghost_blocks"] == ghost.at(res["policy"].get<std::string>())(c));
+  }
+  const std::string md = read_file(dir + "/out/compare.md");
+  REQUIRE(md.find("median reuse distance") != std::string::npos);
+  // lru at 8 blocks: capacity 7 < 8, no ghost; arc at 8 blocks reaches 14.
+  REQUIRE(md.find("| lru | 8 | 7 | 0 | 7 | 0 of 1 | 0 of 1 |") != std::string::npos);
+  REQUIRE(md.find("| arc | 8 | 7 | 7 | 14 | 0 of 1 | 1 of 1 |") != std::string::npos);
+  REQUIRE(md.find("| lru | 13 | 12 | 0 | 12 | 1 of 1 | 1 of 1 |") != std::string::npos);
 }
