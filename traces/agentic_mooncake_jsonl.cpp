@@ -33,7 +33,6 @@
 // `wait_for` names a request of an earlier line (so dependencies cannot
 // form a cycle, and the engine never waits for a request it has not seen).
 // The set of ids read so far is kept for that (one string per request).
-#include <cmath>
 #include <limits>
 #include <unordered_set>
 
@@ -71,9 +70,7 @@ class AgenticMooncakeSource final : public JsonlSource {
         out.session = f.get_string(v, k);
       } else if (k == "timestamp") {
         seen.mark(kTimestamp, k);
-        const double ms = f.get_nonneg_number(v, k);
-        if (ms > 9.2e12) f.fail("field \"timestamp\": " + std::to_string(ms) + " ms is absurdly late");
-        out.arrival = static_cast<TimeNs>(std::llround(ms * 1e6));
+        out.arrival = seconds_to_ns(f, f.get_nonneg_number(v, k) / 1000.0, "timestamp");  // ms -> ns
       } else if (k == "input_length") {
         seen.mark(kInput, k);
         out.prompt_len = f.get_int(v, k, 1, kMaxTokens);
@@ -127,9 +124,8 @@ class AgenticMooncakeSource final : public JsonlSource {
     if (seen.has(kOutTokens) && out.output_tokens.size() != static_cast<size_t>(out.output_len))
       f.fail("field \"output_token_ids\" has " + std::to_string(out.output_tokens.size()) +
              " tokens but \"output_length\" is " + std::to_string(out.output_len));
-    const double wait_ms = delay_ms + tool_wait_ms;
-    if (wait_ms > 9.2e12) f.fail("field \"delay\" + \"tool_wait_ms\": absurdly long");
-    if (!out.wait_for.empty()) out.wait_after = static_cast<TimeNs>(std::llround(wait_ms * 1e6));
+    const TimeNs wait = seconds_to_ns(f, (delay_ms + tool_wait_ms) / 1000.0, "delay\" + \"tool_wait_ms");
+    if (!out.wait_for.empty()) out.wait_after = wait;
     if (!seen_ids_.insert(out.id).second)
       f.fail("field \"request_id\": \"" + out.id + "\" appears on an earlier line too");
     out.awaitable = true;

@@ -32,28 +32,25 @@ ParsedSpec parse_spec(std::string_view spec, const std::string& flag) {
 SpecParams::SpecParams(std::string owner, std::map<std::string, std::string> kv)
     : owner_(std::move(owner)), kv_(std::move(kv)) {}
 
-double SpecParams::get_double(const std::string& key, double fallback) {
+template <typename T>
+T SpecParams::get_number(const std::string& key, T fallback, const char* what) {
   auto it = kv_.find(key);
   if (it == kv_.end()) return fallback;
   used_[key] = true;
-  double v = 0;
+  T v{};
   const char* b = it->second.data();
   const char* e = b + it->second.size();
   auto [p, ec] = std::from_chars(b, e, v);
-  if (ec != std::errc() || p != e) throw InputError(owner_ + ": " + key + "=" + it->second + " is not a number");
+  if (ec != std::errc() || p != e) throw InputError(owner_ + ": " + key + "=" + it->second + " is not " + what);
   return v;
 }
 
+double SpecParams::get_double(const std::string& key, double fallback) {
+  return get_number<double>(key, fallback, "a number");
+}
+
 int64_t SpecParams::get_int(const std::string& key, int64_t fallback) {
-  auto it = kv_.find(key);
-  if (it == kv_.end()) return fallback;
-  used_[key] = true;
-  int64_t v = 0;
-  const char* b = it->second.data();
-  const char* e = b + it->second.size();
-  auto [p, ec] = std::from_chars(b, e, v);
-  if (ec != std::errc() || p != e) throw InputError(owner_ + ": " + key + "=" + it->second + " is not an integer");
-  return v;
+  return get_number<int64_t>(key, fallback, "an integer");
 }
 
 bool SpecParams::get_bool(const std::string& key, bool fallback) {

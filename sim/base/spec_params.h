@@ -34,6 +34,8 @@ class SpecParams {
   const std::string& owner() const { return owner_; }
 
  private:
+  template <typename T>
+  T get_number(const std::string& key, T fallback, const char* what);
   std::string owner_;
   std::map<std::string, std::string> kv_;
   std::map<std::string, bool> used_;

@@ -42,6 +42,7 @@
 #include "sim/base/error.h"
 #include "sim/base/json_out.h"
 #include "sim/engine/vector_source.h"
+#include "sim/fleet/fleet.h"
 #include "sim/cost/kv_sizing.h"
 #include "sim/cost/shipped_profiles.h"
 #include "traces/trace_reader.h"
@@ -163,8 +164,7 @@ CacheReplayResult run_engine_pair(const EngineInputs& in, const Scenario& scenar
   r.refused_requests = res.refused;
   if (scenario.replicas > 1) {
     obs.per_replica.resize(static_cast<size_t>(scenario.replicas));
-    const uint64_t most = *std::max_element(obs.per_replica.begin(), obs.per_replica.end());
-    out.imbalance = res.finished ? static_cast<double>(most) * scenario.replicas / static_cast<double>(res.finished) : NAN;
+    out.imbalance = res.finished ? max_over_mean(obs.per_replica) : NAN;
   }
   const LatencySummary t = obs.ttft_.summary_ms();
   out.ttft_p50_ms = t.p50;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "sim/base/error.h"
+#include "sim/fleet/fleet.h"
 
 namespace prefixsim::cli {
 
@@ -127,6 +128,11 @@ void ReplayCollector::on_step(const StepRecord& s) {
     row.running = s.running;
   } else {  // the fleet's state: every replica's latest, summed (usage: their mean)
     ReplicaAcc& a = replicas_[s.replica];
+    const int64_t used = s.num_usable_blocks - s.num_free_blocks;
+    used_sum_ += used - a.used_blocks;
+    a.used_blocks = used;
+    waiting_sum_ += s.waiting - a.now.waiting;  // unsigned wrap-around cancels out in the sum
+    running_sum_ += s.running - a.now.running;
     a.now.kv_usage = s.kv_usage;
     a.now.waiting = s.waiting;
     a.now.running = s.running;
@@ -137,14 +143,10 @@ void ReplayCollector::on_step(const StepRecord& s) {
     mine.kv_usage = s.kv_usage;
     mine.waiting = s.waiting;
     mine.running = s.running;
-    double usage = 0;
-    row.waiting = row.running = 0;
-    for (const ReplicaAcc& x : replicas_) {
-      usage += x.now.kv_usage;
-      row.waiting += x.now.waiting;
-      row.running += x.now.running;
-    }
-    row.kv_usage = usage / static_cast<double>(replicas_.size());
+    row.waiting = waiting_sum_;
+    row.running = running_sum_;
+    row.kv_usage = static_cast<double>(used_sum_) /
+                   (static_cast<double>(s.num_usable_blocks) * static_cast<double>(replicas_.size()));
   }
   row.preemptions += static_cast<uint64_t>(s.preempted);
   const size_t i = static_cast<size_t>(end_s / interval_s_);
@@ -224,7 +226,7 @@ void ReplayCollector::fill_fleet(RunReport& report, const std::vector<EngineResu
                                  const std::vector<uint64_t>& evictions) const {
   if (replicas_.empty()) return;
   report.replicas.clear();
-  double max_req = 0, sum_req = 0, max_prompt = 0, sum_prompt = 0;
+  std::vector<uint64_t> requests, prompt;
   for (size_t i = 0; i < replicas_.size(); ++i) {
     const ReplicaAcc& a = replicas_[i];
     ReplicaReport r;
@@ -242,14 +244,11 @@ void ReplayCollector::fill_fleet(RunReport& report, const std::vector<EngineResu
     r.lookup_queries = results[i].prefix_cache.queries;
     r.lookup_hits = results[i].prefix_cache.hits;
     report.replicas.push_back(r);
-    max_req = std::max(max_req, static_cast<double>(a.finished));
-    sum_req += static_cast<double>(a.finished);
-    max_prompt = std::max(max_prompt, static_cast<double>(a.prompt));
-    sum_prompt += static_cast<double>(a.prompt);
+    requests.push_back(a.finished);
+    prompt.push_back(a.prompt);
   }
-  const double n = static_cast<double>(replicas_.size());
-  report.imbalance.requests = sum_req > 0 ? max_req / (sum_req / n) : 0;
-  report.imbalance.prompt_tokens = sum_prompt > 0 ? max_prompt / (sum_prompt / n) : 0;
+  report.imbalance.requests = max_over_mean(requests);
+  report.imbalance.prompt_tokens = max_over_mean(prompt);
 }
 
 bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {

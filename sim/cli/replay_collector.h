@@ -84,8 +84,15 @@ class ReplayCollector final : public EngineObserver {
     uint64_t finished = 0, prompt = 0, hit = 0;
     double usage_time = 0, busy_time = 0, usage_max = 0;
     ReplicaSample now;  // the latest state
+    int64_t used_blocks = 0;
   };
   std::vector<ReplicaAcc> replicas_;  // empty for one replica
+  // The fleet's state: sums of every replica's latest, in integers (exact),
+  // updated as each step changes one replica rather than re-added over the
+  // fleet per step. A fleet's pools are alike (Fleet builds them), so its
+  // mean usage is the blocks in use over N pools.
+  int64_t used_sum_ = 0;
+  uint64_t waiting_sum_ = 0, running_sum_ = 0;
   std::vector<const BlockPool*> check_pools_;
   ProgressLine progress_;
   uint64_t finished_ = 0;

@@ -162,6 +162,7 @@ void Engine::finish_step() {
     st.finished = static_cast<int64_t>(plan.finished.size());
     st.kv_usage = kv_.pool().usage();
     st.num_free_blocks = kv_.pool().num_free();
+    st.num_usable_blocks = kv_.pool().num_usable();
     st.waiting = sched_.num_waiting();
     st.running = sched_.num_running();
     st.prefix_stats = plan.prefix_stats;

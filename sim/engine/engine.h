@@ -78,6 +78,7 @@ struct StepRecord {
   int64_t finished = 0;
   double kv_usage = 0;         // pool usage after the step's output was applied (vLLM's kv_cache_usage)
   int64_t num_free_blocks = 0;
+  int64_t num_usable_blocks = 0;  // the pool's size, null block excluded
   size_t waiting = 0;          // after the step
   size_t running = 0;
   PrefixCacheStats prefix_stats;  // lookups of this step (vLLM way: refused/preempted ones too)

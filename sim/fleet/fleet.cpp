@@ -1,5 +1,7 @@
 #include "sim/fleet/fleet.h"
 
+#include <algorithm>
+
 #include "sim/kv/block_pool.h"
 
 namespace prefixsim {
@@ -43,6 +45,15 @@ FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* 
     if (wants_blocks) q.prompt_blocks = r.ensure_prompt_chain(block_size).hashes();
     return router.route(q, view);
   });
+}
+
+double max_over_mean(std::span<const uint64_t> per_replica) {
+  uint64_t sum = 0, most = 0;
+  for (uint64_t v : per_replica) {
+    sum += v;
+    most = std::max(most, v);
+  }
+  return sum ? static_cast<double>(most) * static_cast<double>(per_replica.size()) / static_cast<double>(sum) : 0.0;
 }
 
 }  // namespace prefixsim

@@ -5,6 +5,7 @@
 // is the single engine's, event for event.
 #pragma once
 
+#include <cstdint>
 #include <span>
 
 #include "sim/engine/arrivals.h"
@@ -20,5 +21,9 @@ namespace prefixsim {
 // replicas' (the prompt blocks a prefix-aware router reads).
 FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, Router& router,
                       int32_t block_size);
+
+// A fleet's load imbalance: the largest per-replica count over the mean (1
+// is even; N means one replica took everything); 0 when all are 0.
+double max_over_mean(std::span<const uint64_t> per_replica);
 
 }  // namespace prefixsim

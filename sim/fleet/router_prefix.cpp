@@ -46,14 +46,16 @@ class PrefixRouter final : public Router {
 
  private:
   uint32_t choose(const RouteQuery& q, const FleetView& fleet) const {
-    size_t lo = fleet.load(0), hi = lo;
+    uint32_t least = 0;  // least_loaded_replica's rule: the lowest id among the least loaded
+    size_t hi = fleet.load(0);
     for (uint32_t i = 1; i < fleet.size(); ++i) {
-      lo = std::min(lo, fleet.load(i));
+      if (fleet.load(i) < fleet.load(least)) least = i;
       hi = std::max(hi, fleet.load(i));
     }
+    const size_t lo = fleet.load(least);
     const bool imbalanced = static_cast<int64_t>(hi - lo) > balance_abs_ &&
                             static_cast<double>(hi) > balance_rel_ * static_cast<double>(lo);
-    if (imbalanced) return least_loaded_replica(fleet);
+    if (imbalanced) return least;
     uint32_t best = 0;
     size_t best_match = 0;
     for (uint32_t i = 0; i < fleet.size(); ++i) {
@@ -66,7 +68,7 @@ class PrefixRouter final : public Router {
     const double rate = q.request->prompt_len > 0
                             ? static_cast<double>(best_match) * q.block_size / static_cast<double>(q.request->prompt_len)
                             : 0.0;
-    return rate > threshold_ ? best : least_loaded_replica(fleet);
+    return rate > threshold_ ? best : least;
   }
 
   double threshold_;

@@ -72,16 +72,23 @@ TEST_CASE("the agentic Mooncake reader takes ids, sessions and the waits of each
   for (const Request& r : reqs) CHECK(r.awaitable);
 }
 
-TEST_CASE("the engine starts a request when its dependencies finish, plus its delay and tool wait",
-          "[traces][agentic][engine]") {
-  BlockPool pool(2000, true, make_policy("lru"));
+namespace {
+// The fixture through one engine (10 ms steps) with an LRU pool of `blocks`.
+EngineResult run_fixture(int32_t blocks, Timeline& t) {
+  BlockPool pool(blocks, true, make_policy("lru"));
   KvCacheManager kv(16, pool);
   TenMsSteps exec;
   Engine engine({}, kv, exec);
-  Timeline t;
   engine.set_observer(&t);
   auto src = open_trace(data_path(kFixture), {});
-  const EngineResult res = engine.run(*src);
+  return engine.run(*src);
+}
+}  // namespace
+
+TEST_CASE("the engine starts a request when its dependencies finish, plus its delay and tool wait",
+          "[traces][agentic][engine]") {
+  Timeline t;
+  const EngineResult res = run_fixture(2000, t);
   CHECK(res.finished == 5);
   CHECK(t.order == std::vector<std::string>{"r1", "c1", "x1", "r2", "r3"});
   CHECK(t.arrival["r1"] == 0);
@@ -103,14 +110,8 @@ TEST_CASE("a refused request releases the requests waiting for it", "[traces][ag
   // A pool of 70 blocks (69 usable) cannot hold r2 (1536 + 1 tokens = 97
   // blocks) nor r3: both are refused at arrival, and r3, which waits for r2,
   // still arrives (at r2's refusal + 30 ms) instead of waiting forever.
-  BlockPool pool(70, true, make_policy("lru"));
-  KvCacheManager kv(16, pool);
-  TenMsSteps exec;
-  Engine engine({}, kv, exec);
   Timeline t;
-  engine.set_observer(&t);
-  auto src = open_trace(data_path(kFixture), {});
-  const EngineResult res = engine.run(*src);
+  const EngineResult res = run_fixture(70, t);
   CHECK(res.refused == 2);
   CHECK(res.finished == 3);
   CHECK(res.arrived == 5);
