@@ -51,12 +51,26 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
                                               {"preempted_requests", l.preempted_requests},
                                               {"preempted_queries", l.preempted_queries},
                                               {"preempted_hits", l.preempted_hits}}}};
+  if (!r.tiers.empty()) {  // added keys only: runs without tiers keep their bytes
+    ojson& pc = j["prefix_cache"];
+    pc["tier_hit_tokens"] = p.tier_hit_tokens;
+    pc["hit_rate_with_tiers"] = p.hit_rate_with_tiers;
+    if (r.timed) {
+      const PrefixCacheLookups& e = p.tier_lookups;
+      pc["tier_lookups"] = ojson{{"requests", e.requests}, {"queries", e.queries}, {"hits", e.hits},
+                                 {"hit_rate", ratio(e.hits, e.queries)}};
+    }
+  }
   if (r.timed) {
     const TimedResults& t = *r.timed;
     j["latency_ms"] = ojson{{"ttft", summary_json(t.latency_ms.ttft)},
                             {"queue", summary_json(t.latency_ms.queue)},
                             {"e2e", summary_json(t.latency_ms.e2e)},
                             {"tpot", summary_json(t.latency_ms.tpot)}};
+    if (t.latency_ms.has_load) {
+      j["latency_ms"]["load"] = summary_json(t.latency_ms.load);
+      j["latency_ms"]["prefill"] = summary_json(t.latency_ms.prefill);
+    }
     j["throughput"] = ojson{{"requests_per_s", t.throughput.requests_per_s},
                             {"prompt_tokens_per_s", t.throughput.prompt_tokens_per_s},
                             {"output_tokens_per_s", t.throughput.output_tokens_per_s},
@@ -107,6 +121,29 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
                        {"imbalance", ojson{{"requests", r.imbalance.requests},
                                            {"prompt_tokens", r.imbalance.prompt_tokens}}}};
     j["replicas"] = reps;
+  }
+  if (!r.tiers.empty()) {
+    ojson tiers = ojson::array();
+    for (const TierReport& t : r.tiers)
+      tiers.push_back(ojson{{"name", t.name},
+                            {"shared", t.shared},
+                            {"instances", t.instances},
+                            {"store", t.store},
+                            {"policy", t.policy},
+                            {"size_gib", t.size_gib},
+                            {"capacity_blocks", t.capacity_blocks < 0 ? ojson(nullptr) : ojson(t.capacity_blocks)},
+                            {"capacity_tokens", t.capacity_tokens < 0 ? ojson(nullptr) : ojson(t.capacity_tokens)},
+                            {"read_gb_s", t.read_gb_s},
+                            {"write_gb_s", t.write_gb_s},
+                            {"latency_us", t.latency_us},
+                            {"hit_tokens", t.hit_tokens},
+                            {"hit_rate", ratio(t.hit_tokens, p.queried_tokens)},
+                            {"stored_blocks", t.stored_blocks},
+                            {"evicted_blocks", t.evicted_blocks},
+                            {"bytes_read", t.bytes_read},
+                            {"bytes_written", t.bytes_written},
+                            {"max_occupancy_blocks", t.max_occupancy_blocks}});
+    j["tiers"] = tiers;
   }
   j["run"] = ojson{{"refused_requests", r.run.refused_requests},
                    {"warmup_requests", r.run.warmup_requests ? ojson(*r.run.warmup_requests) : ojson(nullptr)},

@@ -64,10 +64,34 @@ struct PrefixCacheReport {  // (sim/kv/kv_cache_manager.h has vLLM's PrefixCache
   double ideal_hit_rate = kNotAvailable;  // with an infinite cache (every repeat hits)
   uint64_t evictions = 0;
   PrefixCacheLookups lookups;
+  // With KV tiers below the GPU (RunReport::tiers non-empty): prompt tokens
+  // found there after the GPU prefix and loaded, counted at admission as
+  // hit_tokens are; hit_rate stays the GPU's (vLLM's prefix_cache_hits).
+  uint64_t tier_hit_tokens = 0;
+  double hit_rate_with_tiers = kNotAvailable;  // (hit_tokens + tier_hit_tokens) / queried_tokens
+  PrefixCacheLookups tier_lookups;             // vLLM's external_prefix_cache counters (engine mode)
+};
+
+// One KV tier below the GPU pool (report.json's `tiers`): a CPU tier per
+// replica, or a store shared by the fleet.
+struct TierReport {
+  std::string name, store, policy;
+  bool shared = false;
+  uint64_t instances = 1;                    // replicas, or 1 when shared
+  double size_gib = kNotAvailable;           // per instance; NaN (null) when unbounded
+  int64_t capacity_blocks = 0, capacity_tokens = 0;  // per instance; -1 when unbounded
+  double read_gb_s = 0, write_gb_s = 0, latency_us = 0;
+  uint64_t hit_tokens = 0, hit_blocks = 0;   // found here and loaded (over every instance)
+  uint64_t stored_blocks = 0, evicted_blocks = 0;
+  uint64_t bytes_read = 0, bytes_written = 0;  // blocks x bytes per block
+  int64_t max_occupancy_blocks = 0;          // the fullest instance at its fullest
 };
 
 struct LatencyReport {  // all in milliseconds
   LatencySummary ttft, queue, e2e, tpot;
+  // With KV tiers: TTFT = queue + load + prefill per request (RequestRecord).
+  bool has_load = false;
+  LatencySummary load, prefill;
 };
 
 struct Throughput {
@@ -131,6 +155,7 @@ struct SeriesRow {
   double start = 0;             // seconds, or index of the first request
   uint64_t queried_tokens = 0;  // admitted prompt tokens in the interval
   uint64_t hit_tokens = 0;      // of which prefix-cache hits
+  uint64_t tier_hit_tokens = 0; // ...and loaded from KV tiers
   double kv_usage = 0;          // fraction of blocks in use at the end of the interval
   uint64_t waiting = 0;         // queue length at the end of the interval
   uint64_t running = 0;         // running requests at the end of the interval
@@ -185,6 +210,7 @@ struct RunReport {
   // A fleet (more than one replica): per replica, and the load imbalance.
   std::vector<ReplicaReport> replicas;
   FleetImbalance imbalance;
+  std::vector<TierReport> tiers;  // KV tiers below the GPU; empty: none
 };
 
 }  // namespace prefixsim

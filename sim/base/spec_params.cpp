@@ -62,6 +62,13 @@ bool SpecParams::get_bool(const std::string& key, bool fallback) {
   throw InputError(owner_ + ": " + key + "=" + it->second + " is not true/false");
 }
 
+std::string SpecParams::get_string(const std::string& key, const std::string& fallback) {
+  auto it = kv_.find(key);
+  if (it == kv_.end()) return fallback;
+  used_[key] = true;
+  return it->second;
+}
+
 double SpecParams::get_double_in(const std::string& key, double fallback, double lo, double hi) {
   const double v = get_double(key, fallback);
   if (!(v >= lo && v <= hi))

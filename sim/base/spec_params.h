@@ -26,6 +26,7 @@ class SpecParams {
   double get_double(const std::string& key, double fallback);
   int64_t get_int(const std::string& key, int64_t fallback);
   bool get_bool(const std::string& key, bool fallback);
+  std::string get_string(const std::string& key, const std::string& fallback);
   // A number that must lie in [lo, hi].
   double get_double_in(const std::string& key, double fallback, double lo, double hi);
   // Throws InputError naming the first key no getter consumed.

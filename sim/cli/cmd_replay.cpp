@@ -90,6 +90,8 @@ int cmd_replay(const Args& args) {
   const ModelSpec& model = *resolved.model;
   const GpuSpec& gpu = *resolved.gpu;
   const KvSizing kv_size = size_kv_pool(kv_sizing_input(s, resolved));
+  std::vector<TierSpec> tier_specs = parse_tiers(s);
+  resolve_tiers(tier_specs, kv_size.bytes_per_block, s.tp);
   const uint64_t steps_every = vm["steps-every"].as<uint64_t>();
   // Outputs: refused before the run when they would replace something that
   // is not a regular file, or one of the inputs.
@@ -152,12 +154,18 @@ int cmd_replay(const Args& args) {
       CacheSeriesCollector collector(!vm.count("quiet") && ::isatty(2));
       const CacheReplayHook hook = [&](const CacheReplayer& rep) { return collector.after_request(rep); };
       CacheReplayResult r;
+      FleetTiers tiers;
       if (offline) {  // the trace read ahead (as compare reads it), then replayed from memory
         const PreparedTrace trace = prepass(ideal, s.block_size, true, pctx);
-        r = run_cache_replay(trace, kv_size.num_blocks, make_policy(s.policy, pctx), s.check_invariants, hook);
+        tiers = FleetTiers(tier_specs, 1, std::max<uint32_t>(trace.num_keys(), 1), s.block_size);
+        r = run_cache_replay(trace, kv_size.num_blocks, make_policy(s.policy, pctx), s.check_invariants, hook,
+                             tiers.stack(0));
       } else {
-        r = run_cache_replay(ideal, s.block_size, kv_size.num_blocks, std::move(policy), s.check_invariants, hook);
+        tiers = FleetTiers(tier_specs, 1, 0, s.block_size);
+        r = run_cache_replay(ideal, s.block_size, kv_size.num_blocks, std::move(policy), s.check_invariants, hook,
+                             tiers.stack(0));
       }
+      report.tiers = tiers.report();
       if (g_interrupted.load()) throw Interrupted{};
       collector.fill(report);
       report.trace.requests = r.requests + r.refused_requests;
@@ -172,6 +180,12 @@ int cmd_replay(const Args& args) {
       pc.lookups.requests = r.requests;
       pc.lookups.queries = static_cast<uint64_t>(r.prompt_tokens);
       pc.lookups.hits = static_cast<uint64_t>(r.hit_tokens);
+      if (!report.tiers.empty()) {
+        pc.tier_hit_tokens = static_cast<uint64_t>(r.tier_hit_tokens);
+        pc.hit_rate_with_tiers =
+            r.prompt_tokens ? static_cast<double>(r.hit_tokens + r.tier_hit_tokens) / static_cast<double>(r.prompt_tokens)
+                            : kNotAvailable;
+      }
       report.series_axis = "request";
       refused = r.refused_requests;
       if (refused) first_refusal = "a request needs more blocks than the whole pool";
@@ -181,6 +195,8 @@ int cmd_replay(const Args& args) {
       ReplayCollector collector(s.block_size, s.series_interval_s, !vm.count("quiet") && ::isatty(2),
                                 static_cast<uint32_t>(s.replicas));
       fleet.set_observer(&collector);
+      fleet.add_tiers(tier_specs);
+      collector.set_tiers(!tier_specs.empty());
       if (vm.count("steps-out")) {
         const std::string source = "prefixsim replay " + (s.trace.empty() ? "workload " + s.workload : s.trace) +
                                    ", policy " + policy_name + ", " + std::to_string(kv_size.num_blocks) +
@@ -210,6 +226,11 @@ int cmd_replay(const Args& args) {
       report.prefix_cache.evictions = 0;
       for (uint64_t e : evictions) report.prefix_cache.evictions += e;
       collector.fill_fleet(report, fres.replicas, evictions);
+      report.tiers = fleet.tiers.report();
+      if (s.check_invariants) {
+        const std::string broken = fleet.tiers.check_invariants();
+        if (!broken.empty()) throw InternalError("kv tier invariant violated: " + broken);
+      }
       report.run.event_fingerprint = res.event_fingerprint;
       refused = res.refused;
       first_refusal = collector.first_refusal();

@@ -31,6 +31,7 @@ SeriesRow& ReplayCollector::row_at(double t_s) {
         const SeriesRow& n = rows_[k + 1];
         m.queried_tokens += n.queried_tokens;
         m.hit_tokens += n.hit_tokens;
+        m.tier_hit_tokens += n.tier_hit_tokens;
         m.preemptions += n.preemptions;
         m.finished += n.finished;
         m.kv_usage = n.kv_usage;  // end-of-interval values come from the later half
@@ -84,6 +85,11 @@ void ReplayCollector::on_request_finished(const RequestRecord& r) {
   }
   counted_prompt_ += static_cast<uint64_t>(r.prompt_tokens);
   counted_hit_ += static_cast<uint64_t>(r.hit_tokens);
+  counted_tier_hit_ += static_cast<uint64_t>(r.tier_hit_tokens);
+  if (tiers_) {
+    load_.add(static_cast<double>(r.loading()) / kNsPerS);
+    prefill_.add(static_cast<double>(r.prefill()) / kNsPerS);
+  }
   counted_output_ += static_cast<uint64_t>(r.output_tokens);
   ++counted_finished_;
   ttft_.add(static_cast<double>(r.ttft()) / kNsPerS);
@@ -98,6 +104,7 @@ void ReplayCollector::on_request_finished(const RequestRecord& r) {
   SeriesRow& at_admission = row_at(static_cast<double>(r.first_scheduled) / kNsPerS);
   at_admission.queried_tokens += static_cast<uint64_t>(r.prompt_tokens);
   at_admission.hit_tokens += static_cast<uint64_t>(r.hit_tokens);
+  at_admission.tier_hit_tokens += static_cast<uint64_t>(r.tier_hit_tokens);
   if (!replicas_.empty()) {
     at_admission.replicas[r.replica].queried_tokens += static_cast<uint64_t>(r.prompt_tokens);
     at_admission.replicas[r.replica].hit_tokens += static_cast<uint64_t>(r.hit_tokens);
@@ -178,6 +185,11 @@ void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
   t.latency_ms.queue = queue_.summary_ms();
   t.latency_ms.e2e = e2e_.summary_ms();
   t.latency_ms.tpot = tpot_.summary_ms();
+  if (tiers_) {
+    t.latency_ms.has_load = true;
+    t.latency_ms.load = load_.summary_ms();
+    t.latency_ms.prefill = prefill_.summary_ms();
+  }
   t.ttft_s = ttft_.prom_histogram();
   t.queue_s = queue_.prom_histogram();
   t.e2e_s = e2e_.prom_histogram();
@@ -213,6 +225,14 @@ void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
   pc.lookups = {res.prefix_cache.requests,           res.prefix_cache.queries,
                 res.prefix_cache.hits,               res.prefix_cache.preempted_requests,
                 res.prefix_cache.preempted_queries,  res.prefix_cache.preempted_hits};
+  if (tiers_) {
+    pc.tier_hit_tokens = warm ? counted_tier_hit_ : res.admitted_tier_hit_tokens;
+    pc.hit_rate_with_tiers = pc.queried_tokens ? static_cast<double>(pc.hit_tokens + pc.tier_hit_tokens) /
+                                                     static_cast<double>(pc.queried_tokens)
+                                               : kNotAvailable;
+    const PrefixCacheStats& e = res.tier_cache;
+    pc.tier_lookups = {e.requests, e.queries, e.hits, e.preempted_requests, e.preempted_queries, e.preempted_hits};
+  }
 
   report.series_axis = "time_s";
   report.series = rows_;
@@ -263,6 +283,7 @@ bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {
       if (k + 1 < rows_.size()) {
         m.queried_tokens += rows_[k + 1].queried_tokens;
         m.hit_tokens += rows_[k + 1].hit_tokens;
+        m.tier_hit_tokens += rows_[k + 1].tier_hit_tokens;
         m.finished += rows_[k + 1].finished;
       }
       merged.push_back(m);
@@ -279,6 +300,7 @@ bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {
   SeriesRow& row = rows_[i];
   row.queried_tokens += static_cast<uint64_t>(t.prompt_tokens - last_.prompt_tokens);
   row.hit_tokens += static_cast<uint64_t>(t.hit_tokens - last_.hit_tokens);
+  row.tier_hit_tokens += static_cast<uint64_t>(t.tier_hit_tokens - last_.tier_hit_tokens);
   row.finished += t.requests - last_.requests;
   last_ = t;
   if (progress_.due()) {

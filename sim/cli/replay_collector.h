@@ -45,6 +45,8 @@ class ReplayCollector final : public EngineObserver {
     steps_ = w;
     steps_every_ = every;
   }
+  // The run has KV tiers: TTFT is also split into queue, load and prefill.
+  void set_tiers(bool on) { tiers_ = on; }
   uint64_t refused() const { return refused_; }
   uint64_t counted_output_tokens() const { return counted_output_; }  // of requests that are not warm-up
   const std::string& first_refusal() const { return first_refusal_; }
@@ -66,6 +68,10 @@ class ReplayCollector final : public EngineObserver {
   LatencyAccumulator queue_{vllm_request_latency_buckets(), kExactSamples};
   LatencyAccumulator e2e_{vllm_request_latency_buckets(), kExactSamples};
   LatencyAccumulator tpot_{vllm_tpot_buckets(), kExactSamples};
+  bool tiers_ = false;
+  LatencyAccumulator load_{vllm_request_latency_buckets(), kExactSamples};
+  LatencyAccumulator prefill_{vllm_request_latency_buckets(), kExactSamples};
+  uint64_t counted_tier_hit_ = 0;
 
   uint64_t queried_blocks_ = 0, hit_blocks_ = 0;
   double usage_time_ = 0, busy_time_ = 0, usage_max_ = 0;

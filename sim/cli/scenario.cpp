@@ -126,6 +126,12 @@ const std::vector<ScenarioOption>& scenario_options() {
        "YAML file of extra models in the built-in catalog's schema (sim/cost/catalog/models.yaml)"},
       {"gpu-file", "gpu_file", &Scenario::gpu_file, Echo::if_changed, kBoth,
        "YAML file of extra GPUs in the built-in catalog's schema"},
+      {"kv-offloading-size", "kv_offloading_size", &Scenario::kv_offloading_size, Echo::if_changed, kForReplay,
+       "KV offloading to CPU memory: GiB per replica summed over its TP ranks (vLLM's flag; inf: unbounded); "
+       "an LRU tier below the GPU read and written at 50 GB/s (override with --kv-tier cpu:...)"},
+      {"kv-tier", "kv_tiers", &Scenario::kv_tiers, Echo::if_changed, kForReplay,
+       "more KV tiers below the GPU (and the CPU tier), looked up in order: NAME:size=GiB,read=GB/s[,write=GB/s]"
+       "[,latency=us][,shared][,policy=lru][,store=compute|evict]; several separated by ';'"},
       {"max-num-seqs", "scheduler.max_num_seqs", &Scenario::max_num_seqs, Echo::value, kBoth,
        "scheduler: max running requests (default 256)"},
       {"max-num-batched-tokens", "scheduler.max_num_batched_tokens", &Scenario::max_num_batched_tokens, Echo::value,

@@ -52,6 +52,10 @@ struct Scenario {
   std::string kv_cache_dtype = "auto";  // auto (the model's dtype) | fp8 (1 byte per element)
   std::string model_file;               // user model catalog (YAML) extending the built-in one
   std::string gpu_file;                 // user GPU catalog (YAML)
+  // KV tiers below the GPU pool (sim/kv/kv_tier.h): vLLM's CPU offloading
+  // buffer in GiB per replica, and more tiers as ';'-separated specs.
+  std::optional<double> kv_offloading_size;
+  std::string kv_tiers;
 
   // vLLM scheduler settings (vLLM's defaults).
   int64_t max_num_seqs = 256;

@@ -139,6 +139,12 @@ void Fleet::set_observer(EngineObserver* obs) {
   for (Engine* e : engines) e->set_observer(obs);
 }
 
+void Fleet::add_tiers(const std::vector<TierSpec>& specs) {
+  if (specs.empty()) return;
+  tiers = FleetTiers(specs, static_cast<int>(engines.size()), 0, block_size);
+  for (size_t i = 0; i < engines.size(); ++i) engines[i]->set_tiers(tiers.stack(i));
+}
+
 FleetResult Fleet::run(RequestSource& source) { return run_fleet(loop, source, engines, *router, block_size); }
 
 }  // namespace prefixsim::cli

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "sim/cli/kv_tiers.h"
 #include "sim/cli/scenario.h"
 #include "sim/cost/catalog.h"
 #include "sim/cost/cost_model.h"
@@ -66,6 +67,8 @@ struct Fleet {
         const PolicyContext& ctx);
   // Every replica's observer.
   void set_observer(EngineObserver* obs);
+  // KV tiers below every replica's pool (resolved: sizes in blocks).
+  void add_tiers(const std::vector<TierSpec>& specs);
   FleetResult run(RequestSource& source);
 
   EventLoop loop;
@@ -73,6 +76,7 @@ struct Fleet {
   std::vector<Engine*> engines;
   std::unique_ptr<Router> router;
   int32_t block_size;
+  FleetTiers tiers;
 };
 
 }  // namespace prefixsim::cli

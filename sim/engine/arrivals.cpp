@@ -23,7 +23,9 @@ void add(EngineResult& to, const EngineResult& r) {
   to.output_tokens += r.output_tokens;
   to.admitted_prompt_tokens += r.admitted_prompt_tokens;
   to.admitted_hit_tokens += r.admitted_hit_tokens;
+  to.admitted_tier_hit_tokens += r.admitted_tier_hit_tokens;
   to.prefix_cache += r.prefix_cache;
+  to.tier_cache += r.tier_cache;
 }
 
 // The driver. Dependencies (Request::wait_for, Dynamo's agentic Mooncake

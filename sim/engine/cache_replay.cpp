@@ -94,6 +94,7 @@ class Preparer {
 struct HashChain {
   std::span<const BlockHash> hashes;
   size_t size() const { return hashes.size(); }
+  std::span<const uint32_t> keys_or_none() const { return {}; }
   BlockId find(const BlockPool& pool, size_t i) const { return pool.find(hashes[i]); }
   void cache(BlockPool& pool, std::span<const BlockId> table, size_t from, size_t to) const {
     pool.cache_chain(table, hashes, from, to);
@@ -102,7 +103,9 @@ struct HashChain {
 struct KeyChain {
   std::span<const uint32_t> keys;
   std::span<const BlockHash> key_hashes;
+  std::span<const BlockHash> hashes;  // none: tiers name blocks by key too
   size_t size() const { return keys.size(); }
+  std::span<const uint32_t> keys_or_none() const { return keys; }
   BlockId find(const BlockPool& pool, size_t i) const { return pool.find_key(keys[i]); }
   void cache(BlockPool& pool, std::span<const BlockId> table, size_t from, size_t to) const {
     for (size_t i = from; i < to; ++i) {
@@ -163,7 +166,7 @@ void CacheReplayer::step(std::span<const BlockHash> hashes, int64_t prompt_len, 
 void CacheReplayer::step_keys(std::span<const uint32_t> keys, std::span<const BlockHash> key_hashes,
                               int64_t prompt_len, int64_t total_len) {
   if (!pool_.keyed()) throw InternalError("cache replay: a hash-indexed replay was given keys");
-  step_impl(KeyChain{keys, key_hashes}, prompt_len, total_len);
+  step_impl(KeyChain{keys, key_hashes, {}}, prompt_len, total_len);
 }
 
 template <class Chain>
@@ -180,6 +183,10 @@ void CacheReplayer::step_impl(const Chain& chain, int64_t prompt_len, int64_t to
     table_.push_back(b);
   }
   const int64_t num_hit = static_cast<int64_t>(table_.size());
+  // Below the GPU prefix: the tiers' continuation of it (loaded, then
+  // allocated and cached like computed blocks).
+  const int64_t num_loaded =
+      tiers_ ? static_cast<int64_t>(tiers_->lookup(chain.hashes, chain.keys_or_none(), table_.size(), max_hit, 0)) : 0;
   // Admission (KvCacheManager::allocate, full sequence must fit): free hit
   // blocks are counted because touching them takes them out of the free set.
   int64_t evictable = 0;
@@ -200,19 +207,27 @@ void CacheReplayer::step_impl(const Chain& chain, int64_t prompt_len, int64_t to
   r_.hit_tokens += num_hit * B;
   r_.queried_blocks += static_cast<uint64_t>((prompt_len + B - 1) / B);
   r_.hit_blocks += static_cast<uint64_t>(num_hit);
+  r_.tier_hit_tokens += num_loaded * B;
+  r_.tier_hit_blocks += static_cast<uint64_t>(num_loaded);
+  if (tiers_) tiers_->load(0);
   // Touch the hits, pop the rest, cache every full block not yet cached.
   pool_.touch(table_);
   pool_.allocate(static_cast<int32_t>(need_total - num_hit), table_);
   r_.allocated_blocks += static_cast<uint64_t>(need_total - num_hit);
   const size_t full = std::min(chain.size(), static_cast<size_t>(kv_len / B));
   if (full > static_cast<size_t>(num_hit)) chain.cache(pool_, table_, static_cast<size_t>(num_hit), full);
+  // vLLM's connector offers the request's GPU hits too (a tier may have
+  // evicted them while the GPU kept them).
+  if (tiers_) tiers_->offer(chain.hashes, chain.keys_or_none(), 0, static_cast<size_t>(num_hit));
   // The request finishes: free its blocks last to first.
   for (auto it = table_.rbegin(); it != table_.rend(); ++it) pool_.release(*it);
   if (check_) {
     const std::string err = pool_.check_invariants();
-    if (!err.empty())
+    std::string tier_err;
+    for (size_t k = 0; tiers_ && k < tiers_->size(); ++k) tier_err += tiers_->tier(k).check_invariants();
+    if (!err.empty() || !tier_err.empty())
       throw InternalError("cache replay, request " + std::to_string(seq_ - 1) + ", policy " +
-                          pool_.policy().name() + ": " + err);
+                          pool_.policy().name() + ": " + err + tier_err);
   }
 }
 
@@ -227,9 +242,10 @@ CacheReplayResult CacheReplayer::result() const {
 
 CacheReplayResult run_cache_replay(const PreparedTrace& trace, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants,
-                                   const CacheReplayHook& after_each) {
+                                   const CacheReplayHook& after_each, KvTierStack* tiers) {
   CacheReplayer rep(trace.block_size, num_blocks, std::move(policy), check_invariants,
                     std::max<uint32_t>(trace.num_keys(), 1));
+  rep.set_tiers(tiers);
   for (size_t i = 0; i < trace.size(); ++i) {
     if (i == trace.warmup) rep.start_counting();  // the warm-up requests come first
     rep.step_keys(trace.keys_of(i), trace.key_hashes, trace.requests[i].prompt_len, trace.requests[i].total_len);
@@ -253,8 +269,9 @@ CacheReplayResult run_cache_replay(std::span<const Request> requests, int32_t bl
 
 CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants,
-                                   const CacheReplayHook& after_each) {
+                                   const CacheReplayHook& after_each, KvTierStack* tiers) {
   CacheReplayer rep(block_size, num_blocks, std::move(policy), check_invariants);
+  rep.set_tiers(tiers);
   BlockHashChain chain;
   std::vector<int32_t> scratch;
   Request r;

@@ -20,6 +20,7 @@
 
 #include "sim/kv/block_pool.h"
 #include "sim/kv/eviction_policy.h"
+#include "sim/kv/kv_tier.h"
 #include "sim/engine/request.h"
 #include "sim/engine/request_source.h"
 
@@ -34,7 +35,11 @@ struct CacheReplayResult {
   uint64_t queried_blocks = 0;    // prompt blocks, ceil(prompt / B), of replayed requests
   uint64_t hit_blocks = 0;
   double block_hit_rate = 0;      // hit_blocks / queried_blocks
-  uint64_t allocated_blocks = 0;  // blocks handed out for new content
+  // Found below the GPU prefix in KV tiers (kv_tier.h) and loaded: counted
+  // apart from hit_tokens, which stay the GPU's (vLLM's prefix_cache_hits).
+  int64_t tier_hit_tokens = 0;
+  uint64_t tier_hit_blocks = 0;
+  uint64_t allocated_blocks = 0;  // blocks handed out for new content (loaded ones included)
   uint64_t evictions = 0;         // cached blocks reused for new content
   // Requests whose prompt + output needs more blocks than the pool has: they
   // can never run; counted here and left out of every figure above.
@@ -102,6 +107,11 @@ class CacheReplayer {
   // The running totals (result() without its derived ratios), free to read after every request.
   const CacheReplayResult& totals() const { return r_; }
   const BlockPool& pool() const { return pool_; }
+  // Tiers below the pool (nullptr: none); the stack hears the pool from now on.
+  void set_tiers(KvTierStack* tiers) {
+    tiers_ = tiers;
+    if (tiers_) tiers_->attach(pool_);
+  }
 
  private:
   template <class Chain>
@@ -115,6 +125,7 @@ class CacheReplayer {
   bool counting_ = false;
   CacheReplayResult r_;
   std::vector<BlockId> table_;
+  KvTierStack* tiers_ = nullptr;
 };
 
 // `after_each`, when given, sees the replayer after every request (series,
@@ -123,12 +134,12 @@ class CacheReplayer {
 using CacheReplayHook = std::function<bool(const CacheReplayer&)>;
 CacheReplayResult run_cache_replay(const PreparedTrace& trace, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false,
-                                   const CacheReplayHook& after_each = {});
+                                   const CacheReplayHook& after_each = {}, KvTierStack* tiers = nullptr);
 CacheReplayResult run_cache_replay(std::span<const Request> requests, int32_t block_size, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false);
 // Streams: memory does not grow with the trace.
 CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false,
-                                   const CacheReplayHook& after_each = {});
+                                   const CacheReplayHook& after_each = {}, KvTierStack* tiers = nullptr);
 
 }  // namespace prefixsim

@@ -33,6 +33,14 @@ Engine::Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, E
       index_(index),
       kind_base_(index * kKindsPerReplica) {}
 
+void Engine::set_tiers(KvTierStack* tiers) {
+  tiers_ = tiers;
+  sched_.set_tiers(tiers);
+  if (!tiers) return;
+  tiers->set_timed(true);
+  tiers->attach(kv_.pool());
+}
+
 void Engine::request_start() {
   if (step_in_flight_ || start_pending_) return;
   loop_.schedule(loop_.now(), kPrioStartStep, kind_base_ + kStartStep, res_.steps);
@@ -74,16 +82,32 @@ void Engine::accept(Request&& next) {
 void Engine::start_step() {
   start_pending_ = false;
   if (!sched_.has_requests()) return;  // idle until the next arrival
-  const StepPlan& plan = sched_.schedule();
   const TimeNs now = loop_.now();
+  sched_.set_now(now);
+  if (tiers_) tiers_->set_now(now);
+  const StepPlan& plan = sched_.schedule();
+  // A load before its first admission is part of its TTFT (one after a
+  // preemption is not).
+  for (const LoadStart& l : plan.loads)
+    if (timing_[l.slot].first_scheduled < 0 && timing_[l.slot].load_start < 0) timing_[l.slot].load_start = now;
+  res_.tier_cache += plan.tier_stats;
   if (plan.empty()) {
     // Nothing to run (e.g. the step right after the last finish, which only
     // reports finished ids): no model call, no time passes.
     sched_.update_from_output();
     res_.preemptions += plan.preempted.size();
     res_.prefix_cache += plan.prefix_stats;
+    if (sched_.num_running() == 0 && sched_.num_loading() > 0 && plan.preempted.empty()) {
+      // Only loads under way: wake when the first is done.
+      const TimeNs ready = sched_.next_load_ready();
+      if (ready > now) {
+        loop_.schedule(ready, kPrioStartStep, kind_base_ + kStartStep, res_.steps);
+        start_pending_ = true;
+        return;
+      }
+    }
     if (sched_.num_running() + sched_.num_waiting() > 0) {
-      if (plan.preempted.empty())
+      if (plan.preempted.empty() && plan.loads.empty())
         throw InternalError("engine: the scheduler made no progress with " + std::to_string(sched_.num_waiting()) +
                             " waiting and " + std::to_string(sched_.num_running()) + " running requests");
       request_start();
@@ -95,8 +119,10 @@ void Engine::start_step() {
     if (t.first_scheduled < 0) {
       t.first_scheduled = now;
       t.hit_tokens = a.hit_tokens;
+      t.tier_hit_tokens = a.tier_hit_tokens;
       res_.admitted_prompt_tokens += static_cast<uint64_t>(sched_.request(a.slot).prompt_len);
       res_.admitted_hit_tokens += static_cast<uint64_t>(a.hit_tokens);
+      res_.admitted_tier_hit_tokens += static_cast<uint64_t>(a.tier_hit_tokens);
       queued_prompt_tokens_ -= sched_.request(a.slot).prompt_len;
     }
   }
@@ -136,6 +162,8 @@ void Engine::finish_step() {
       rec.replica = index_;
       rec.arrival = t.arrival;
       rec.first_scheduled = t.first_scheduled;
+      rec.load_start = t.load_start;
+      rec.tier_hit_tokens = t.tier_hit_tokens;
       rec.first_token = t.first_token;
       rec.finish = now;
       rec.max_itl = t.max_itl;

@@ -48,16 +48,23 @@ struct RequestRecord {
   uint32_t replica = 0;              // the engine's index in its fleet
   TimeNs arrival = 0;
   TimeNs first_scheduled = 0;  // start of the step that first admitted it
+  TimeNs load_start = -1;      // when its load from KV tiers began (-1: none)
   TimeNs first_token = 0;      // end of the step that completed its prompt
   TimeNs finish = 0;           // end of the step that produced its last token
   TimeNs max_itl = 0;          // longest gap between two consecutive output tokens
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
   int64_t hit_tokens = 0;      // local prefix hit at its first admission
+  int64_t tier_hit_tokens = 0; // loaded from KV tiers before its first admission
   uint32_t preemptions = 0;
 
   TimeNs ttft() const { return first_token - arrival; }
-  TimeNs queueing() const { return first_scheduled - arrival; }
+  // TTFT = queueing + loading + prefill: waiting before its lookup found
+  // what to load (or before admission), then waiting for the load (and the
+  // step after it), then its prompt's steps.
+  TimeNs queueing() const { return (load_start >= 0 ? load_start : first_scheduled) - arrival; }
+  TimeNs loading() const { return load_start >= 0 ? first_scheduled - load_start : 0; }
+  TimeNs prefill() const { return first_token - first_scheduled; }
   TimeNs e2e() const { return finish - arrival; }
   // Mean time per output token after the first (vLLM's TPOT); 0 with one token.
   double tpot() const {
@@ -116,7 +123,9 @@ struct EngineResult {
   // hits of each request at its first admission.
   uint64_t admitted_prompt_tokens = 0;
   uint64_t admitted_hit_tokens = 0;
+  uint64_t admitted_tier_hit_tokens = 0;  // loaded from KV tiers
   PrefixCacheStats prefix_cache;  // vLLM's lookup counting, summed over steps
+  PrefixCacheStats tier_cache;    // the KV tiers' lookups (vLLM's external prefix cache counters)
   TimeNs end_time = 0;            // when the last event ran
   uint64_t events = 0;
   uint64_t event_fingerprint = 0;
@@ -137,6 +146,9 @@ class Engine {
 
   void set_observer(EngineObserver* obs) { obs_ = obs; }
   void set_done_listener(RequestDoneListener* l) { done_ = l; }
+  // KV tiers below this replica's pool (kv_tier.h): looked up after the GPU
+  // prefix, loads timed on the replica's links. Set before the run.
+  void set_tiers(KvTierStack* tiers);
   // Replays the whole source on this replica alone. Throws InputError when
   // arrivals go back in time.
   EngineResult run(RequestSource& source);
@@ -162,8 +174,8 @@ class Engine {
   enum Kind : uint32_t { kStepDone = 0, kStartStep = 2 };
   // Per-slot measurements of a live request.
   struct Timing {
-    TimeNs arrival = 0, first_scheduled = -1, first_token = -1, last_token = -1, max_itl = 0;
-    int64_t hit_tokens = 0;
+    TimeNs arrival = 0, first_scheduled = -1, first_token = -1, last_token = -1, max_itl = 0, load_start = -1;
+    int64_t hit_tokens = 0, tier_hit_tokens = 0;
   };
 
   void start_step();
@@ -176,6 +188,7 @@ class Engine {
   Scheduler sched_;
   EngineObserver* obs_ = nullptr;
   RequestDoneListener* done_ = nullptr;
+  KvTierStack* tiers_ = nullptr;
   std::unique_ptr<EventLoop> own_loop_;  // a lone replica's
   EventLoop& loop_;
   uint32_t index_ = 0;

@@ -21,7 +21,9 @@ void StepPlan::clear() {
   admitted.clear();
   preempted.clear();
   finished.clear();
+  loads.clear();
   prefix_stats = {};
+  tier_stats = {};
   batch.clear();
   prefill_tokens = 0;
   decode_tokens = 0;
@@ -87,6 +89,7 @@ SlotId Scheduler::add_request(Request&& r) {
   q.token_key = tokens_.prepare(q.req);
   q.num_preemptions = 0;
   q.status = SeqStatus::kWaiting;
+  q.loading = false;
   waiting_.push_back(s);  // _enqueue_waiting_request: the tail
   ++live_;
   return s;
@@ -181,34 +184,109 @@ void Scheduler::schedule_running(int64_t& budget, bool& preempted_any) {
   }
 }
 
-// §3.3: admit from the head of `waiting` only (head-of-line blocking).
+// §3.3: admit from the head of `waiting` only (head-of-line blocking). A
+// request loading from KV tiers does not block: it is set aside while its
+// load runs and goes back to the head afterwards, in order (vLLM's
+// skipped_waiting_requests).
 void Scheduler::schedule_waiting(int64_t& budget) {
   while (!waiting_.empty() && budget > 0) {
     // max_num_seqs is checked before the lookup: a request kept out by S is
     // not looked up and not counted.
     if (static_cast<int64_t>(running_.size()) >= cfg_.max_num_seqs) break;
-    const SlotId s = waiting_.front();
-    Seq& q = *seqs_[s];
+    if (!admit_waiting(waiting_.front(), budget)) break;
+  }
+  waiting_.insert(waiting_.begin(), set_aside_.begin(), set_aside_.end());
+  set_aside_.clear();
+}
+
+bool Scheduler::admit_waiting(SlotId s, int64_t& budget) {
+  Seq& q = *seqs_[s];
+  int64_t n = 0;
+  Admission adm{s, 0, q.status == SeqStatus::kPreempted, 0};
+  if (q.loading) {
+    if (now_ < q.load_ready) {  // still loading: passed over
+      waiting_.pop_front();
+      set_aside_.push_back(s);
+      return true;
+    }
+    // Loaded (vLLM's _update_waiting_for_remote_kv): its blocks are cached
+    // now and it computes from there; no second lookup.
+    q.loading = false;
+    --num_loading_;
+    kv_.cache_loaded(q.kv, q.chain, q.load_until);
+    q.num_computed = q.load_until;
+  }
+  const bool loaded = q.num_computed > 0;
+  LookupResult hit;
+  if (loaded) {
+    adm.hit_tokens = q.load_gpu_hit;
+    adm.tier_hit_tokens = q.load_until - q.load_gpu_hit;
+  } else {
     kv_.pool().policy().on_request(lookup_counter_++);
     prepare_for_lookup(q);
     // The lookup's stats are recorded now, whether or not it is admitted (§8).
-    const LookupResult hit = kv_.lookup(q.chain, q.num_tokens, q.num_preemptions > 0);
-    int64_t n = q.num_tokens - hit.hit_tokens;
-    if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold)
-      n = cfg_.long_prefill_token_threshold;
-    if (!cfg_.enable_chunked_prefill && n > budget) break;
-    n = std::min(n, budget);
-    if (!kv_.allocate(q.kv, q.chain, q.num_tokens, 0, n, hit.blocks, hit.hit_tokens, cfg_.full_sequence_must_fit))
-      break;
-    waiting_.pop_front();
-    running_.push_back(s);
-    const bool resumed = q.status == SeqStatus::kPreempted;
-    q.status = SeqStatus::kRunning;
-    q.num_computed = hit.hit_tokens;
-    plan_.admitted.push_back({s, hit.hit_tokens, resumed});
-    push_scheduled(s, n);
-    budget -= n;
+    hit = kv_.lookup(q.chain, q.num_tokens, q.num_preemptions > 0);
+    if (tiers_) {
+      const LoadOutcome lo = start_load(s, hit);
+      if (lo == LoadOutcome::kStarted) return true;
+      if (lo == LoadOutcome::kNoRoom) return false;  // it waits at the head, as a refused admission does
+    }
+    adm.hit_tokens = hit.hit_tokens;
   }
+  const int64_t computed = loaded ? q.num_computed : 0;
+  n = q.num_tokens - computed - hit.hit_tokens;
+  if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold)
+    n = cfg_.long_prefill_token_threshold;
+  if (!cfg_.enable_chunked_prefill && n > budget) return false;
+  n = std::min(n, budget);
+  if (!kv_.allocate(q.kv, q.chain, q.num_tokens, computed, n, hit.blocks, hit.hit_tokens, cfg_.full_sequence_must_fit))
+    return false;
+  waiting_.pop_front();
+  running_.push_back(s);
+  q.status = SeqStatus::kRunning;
+  if (!loaded) q.num_computed = hit.hit_tokens;
+  // The connector offers an admitted request's GPU hits to the tiers too.
+  if (tiers_) tiers_->offer(q.chain.hashes(), {}, 0, static_cast<size_t>(adm.hit_tokens / kv_.block_size()));
+  plan_.admitted.push_back(adm);
+  push_scheduled(s, n);
+  budget -= n;
+  return true;
+}
+
+// The tiers' continuation of the GPU prefix: when they hold blocks, the
+// request takes GPU blocks for its hits and those (vLLM's allocate_slots
+// with delay_cache_blocks) and waits for the load; true when it did.
+Scheduler::LoadOutcome Scheduler::start_load(SlotId s, const LookupResult& hit) {
+  Seq& q = *seqs_[s];
+  const int64_t B = kv_.block_size();
+  const size_t gpu_blocks = hit.blocks.size();
+  const size_t most = std::min(q.chain.hashes().size(), static_cast<size_t>((q.num_tokens - 1) / B));
+  const size_t found = tiers_->lookup(q.chain.hashes(), {}, gpu_blocks, most, now_);
+  PrefixCacheStats& ts = plan_.tier_stats;
+  (q.num_preemptions > 0 ? ts.preempted_requests : ts.requests) += 1;
+  (q.num_preemptions > 0 ? ts.preempted_queries : ts.queries) += static_cast<uint64_t>(q.num_tokens);
+  if (found == 0) return LoadOutcome::kNone;
+  const int64_t tokens = static_cast<int64_t>(found) * B;
+  if (!kv_.allocate_for_load(q.kv, q.chain, q.num_tokens, hit.blocks, hit.hit_tokens, tokens,
+                             cfg_.full_sequence_must_fit))
+    return LoadOutcome::kNoRoom;
+  (q.num_preemptions > 0 ? ts.preempted_hits : ts.hits) += static_cast<uint64_t>(tokens);
+  q.loading = true;
+  ++num_loading_;
+  q.load_ready = tiers_->load(now_);
+  q.load_gpu_hit = hit.hit_tokens;
+  q.load_until = hit.hit_tokens + tokens;
+  plan_.loads.push_back({s, tokens, q.load_ready});
+  waiting_.pop_front();
+  set_aside_.push_back(s);
+  return LoadOutcome::kStarted;
+}
+
+TimeNs Scheduler::next_load_ready() const {
+  TimeNs t = INT64_MAX;
+  for (SlotId s : waiting_)
+    if (seqs_[s]->loading) t = std::min(t, seqs_[s]->load_ready);
+  return t;
 }
 
 const StepPlan& Scheduler::schedule() {

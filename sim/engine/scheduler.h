@@ -32,6 +32,7 @@
 #include "sim/engine/batch.h"
 #include "sim/kv/block_hash.h"
 #include "sim/kv/kv_cache_manager.h"
+#include "sim/kv/kv_tier.h"
 #include "sim/engine/request.h"
 
 namespace prefixsim {
@@ -89,6 +90,16 @@ struct Admission {
   SlotId slot = 0;
   int64_t hit_tokens = 0;  // local prefix-cache hit found at admission
   bool resumed = false;    // it had been preempted before
+  int64_t tier_hit_tokens = 0;  // loaded from KV tiers before it was admitted
+};
+
+// A request whose blocks found in KV tiers are being loaded (vLLM's
+// WAITING_FOR_REMOTE_KVS): it holds its GPU blocks and is admitted at the
+// first step scheduled once `ready` has come.
+struct LoadStart {
+  SlotId slot = 0;
+  int64_t tokens = 0;  // loaded
+  TimeNs ready = 0;
 };
 
 // What one schedule() (and the following update_from_output()) did.
@@ -97,7 +108,10 @@ struct StepPlan {
   std::vector<Admission> admitted;        // in admission order
   std::vector<SlotId> preempted;          // in the order _preempt_request ran
   std::vector<SlotId> finished;           // filled by update_from_output, scheduled order
+  std::vector<LoadStart> loads;           // loads from KV tiers started by this schedule()
   PrefixCacheStats prefix_stats;          // the lookups of this step's schedule()
+  PrefixCacheStats tier_stats;            // ...and what the KV tiers found after the GPU prefix
+                                          // (vLLM's external prefix cache counters)
   Batch batch;                            // what the executor prices / runs
   int64_t prefill_tokens = 0;             // new tokens of chunks that are not a single decode
   int64_t decode_tokens = 0;
@@ -128,6 +142,15 @@ class Scheduler {
   bool has_requests() const { return !running_.empty() || !waiting_.empty() || !finished_pending_.empty(); }
 
   const StepPlan& schedule();
+  // KV tiers below the pool (kv_tier.h; nullptr: none), looked up after the
+  // GPU prefix of each request admitted from waiting.
+  void set_tiers(KvTierStack* tiers) { tiers_ = tiers; }
+  // The time schedule() runs at (loads start and complete by it).
+  void set_now(TimeNs now) { now_ = now; }
+  // Requests waiting for their loads, and the earliest time one is done
+  // (INT64_MAX when none).
+  size_t num_loading() const { return num_loading_; }
+  TimeNs next_load_ready() const;
   // The model's output: every entry with `samples` gets its next token.
   void update_from_output();
   const StepPlan& plan() const { return plan_; }
@@ -164,10 +187,20 @@ class Scheduler {
     uint32_t num_preemptions = 0;
     SeqStatus status = SeqStatus::kWaiting;
     bool prepared = false;  // prepare_for_lookup ran: chain holds the prompt
+    // Loading from KV tiers: ready at load_ready, then computed up to
+    // load_until (GPU hits + loaded tokens).
+    bool loading = false;
+    TimeNs load_ready = 0;
+    int64_t load_until = 0, load_gpu_hit = 0;
   };
 
   void schedule_running(int64_t& budget, bool& preempted_any);
   void schedule_waiting(int64_t& budget);
+  // Admission of the waiting head: true when it was admitted or set aside
+  // (loading), false when it must wait (the loop stops).
+  bool admit_waiting(SlotId s, int64_t& budget);
+  enum class LoadOutcome { kNone, kStarted, kNoRoom };
+  LoadOutcome start_load(SlotId s, const LookupResult& hit);
   void preempt(SlotId victim);
   void push_scheduled(SlotId s, int64_t n);
   void release(SlotId s);
@@ -186,6 +219,10 @@ class Scheduler {
   size_t live_ = 0;
   uint64_t total_preemptions_ = 0;
   uint64_t lookup_counter_ = 0;
+  KvTierStack* tiers_ = nullptr;
+  TimeNs now_ = 0;
+  size_t num_loading_ = 0;
+  std::vector<SlotId> set_aside_;  // loading requests passed over this step
 };
 
 }  // namespace prefixsim

@@ -78,6 +78,7 @@ void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
         index_.erase(b);
       ++evictions_;
       if (tell) policy_->on_evicted(b, hashes_[b], keyed_ ? keys_.key_of(b) : kNoKey);
+      if (listener_) listener_->on_pool_evicted(hashes_[b], keyed_ ? keys_.key_of(b) : kNoKey);
     }
     ref_[b] = 1;
     --num_free_;
@@ -96,6 +97,7 @@ void BlockPool::index_block(BlockId b, const BlockHash& hash, uint32_t key) {
   } else {
     index_.insert(b);
   }
+  if (listener_) listener_->on_pool_cached(hash, key);
 }
 
 void BlockPool::cache(BlockId b, const CachedBlockInfo& info) {

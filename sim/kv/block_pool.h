@@ -39,6 +39,15 @@ inline constexpr int64_t kMinPoolBytesPerBlock = 40;
 // allocated, so an absurd size is exit 2, not an out-of-memory crash).
 void check_pool_fits_memory(int64_t num_blocks, const std::string& flag);
 
+// Told when a pool caches a block or evicts one: how KV tiers (kv_tier.h)
+// hear of the GPU pool's contents, and a tier of the one above it.
+class PoolListener {
+ public:
+  virtual ~PoolListener() = default;
+  virtual void on_pool_cached(const BlockHash& /*h*/, uint32_t /*key*/) {}
+  virtual void on_pool_evicted(const BlockHash& h, uint32_t key) = 0;
+};
+
 class BlockPool {
  public:
   BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<EvictionPolicy> policy,
@@ -110,6 +119,8 @@ class BlockPool {
   void release(BlockId b);
 
   uint64_t evictions() const { return evictions_; }
+  // Hears every block cached and evicted from now on (nullptr: none).
+  void set_listener(PoolListener* l) { listener_ = l; }
 
   // Returns an empty string when the invariant holds, else what is broken.
   std::string check_invariants() const;
@@ -130,6 +141,7 @@ class BlockPool {
   DenseKeyIndex keys_;
   int32_t num_free_ = 0;
   uint64_t evictions_ = 0;
+  PoolListener* listener_ = nullptr;
 };
 
 }  // namespace prefixsim

@@ -43,13 +43,14 @@ LookupResult KvCacheManager::lookup(const BlockHashChain& chain, int64_t num_tok
 
 bool KvCacheManager::allocate_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t num_tokens, int64_t computed,
                                      int64_t num_new, std::span<const BlockId> hit, int64_t hit_tokens,
-                                     bool full_sequence_must_fit) {
+                                     bool full_sequence_must_fit, bool cache_new) {
   const int64_t held = static_cast<int64_t>(seq.blocks.size());
   const int64_t num_hit = static_cast<int64_t>(hit.size());
   int64_t evictable = 0;
   for (BlockId b : hit) evictable += pool_.ref_count(b) == 0 ? 1 : 0;
   const int64_t free = pool_.num_free();
-  if (full_sequence_must_fit && blocks_for(num_tokens) - num_hit + evictable > free) return false;
+  // Blocks already held (a request whose KV was loaded from a tier) count.
+  if (full_sequence_must_fit && blocks_for(num_tokens) - held - num_hit + evictable > free) return false;
   const int64_t total = computed + hit_tokens + num_new;
   const int64_t need = std::max<int64_t>(blocks_for(total) - held - num_hit, 0);
   if (need + evictable > free) return false;
@@ -59,7 +60,7 @@ bool KvCacheManager::allocate_blocks(KvSeq& seq, const BlockHashChain& chain, in
   // Hits only come to a request holding nothing yet; they count as cached.
   if (!hit.empty()) seq.num_cached = seq.blocks.size();
   pool_.allocate(static_cast<int32_t>(need), seq.blocks);
-  if (pool_.caching_enabled()) cache_full_blocks(seq, chain, std::min(total, num_tokens));
+  if (cache_new && pool_.caching_enabled()) cache_full_blocks(seq, chain, std::min(total, num_tokens));
   return true;
 }
 

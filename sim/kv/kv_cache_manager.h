@@ -80,6 +80,20 @@ class KvCacheManager {
     return allocate_blocks(seq, chain, num_tokens, computed, num_new, hit, hit_tokens, full_sequence_must_fit);
   }
 
+  // A request about to load `load_tokens` tokens found below the GPU (KV
+  // tiers) after its `hit` blocks: takes blocks for the hits and the loaded
+  // tokens without caching the loaded ones yet (vLLM's delay_cache_blocks:
+  // no other request may hit a block whose KV is still on its way). Same
+  // admission test as allocate(); false and nothing changed on refusal.
+  bool allocate_for_load(KvSeq& seq, const BlockHashChain& chain, int64_t num_tokens, std::span<const BlockId> hit,
+                         int64_t hit_tokens, int64_t load_tokens, bool full_sequence_must_fit) {
+    return allocate_blocks(seq, chain, num_tokens, 0, load_tokens, hit, hit_tokens, full_sequence_must_fit, false);
+  }
+  // The load is done: its full blocks are cached now.
+  void cache_loaded(KvSeq& seq, const BlockHashChain& chain, int64_t tokens) {
+    if (pool_.caching_enabled()) cache_full_blocks(seq, chain, tokens);
+  }
+
   // Release every block of seq, last to first, and clear it.
   void free(KvSeq& seq);
 
@@ -94,7 +108,8 @@ class KvCacheManager {
   int64_t div_bs(int64_t tokens) const { return shift_ >= 0 && tokens >= 0 ? tokens >> shift_ : tokens / block_size_; }
   int64_t blocks_for(int64_t tokens) const { return div_bs(tokens + block_size_ - 1); }
   bool allocate_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t num_tokens, int64_t computed, int64_t num_new,
-                       std::span<const BlockId> hit, int64_t hit_tokens, bool full_sequence_must_fit);
+                       std::span<const BlockId> hit, int64_t hit_tokens, bool full_sequence_must_fit,
+                       bool cache_new = true);
   void cache_full_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t covered_tokens) {
     const auto& hashes = chain.hashes();
     const size_t full = std::min(static_cast<size_t>(div_bs(covered_tokens)), hashes.size());

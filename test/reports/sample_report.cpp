@@ -28,7 +28,7 @@ RunReport sample_run_report(bool engine) {
       e2e.add(tt + 1.0);
       tpot.add(0.02);
     }
-    t.latency_ms = {ttft.summary_ms(), queue.summary_ms(), e2e.summary_ms(), tpot.summary_ms()};
+    t.latency_ms = {ttft.summary_ms(), queue.summary_ms(), e2e.summary_ms(), tpot.summary_ms(), false, {}, {}};
     t.ttft_s = ttft.prom_histogram();
     t.queue_s = queue.prom_histogram();
     t.e2e_s = e2e.prom_histogram();
