@@ -432,6 +432,15 @@ TraceAnalysis PrefixAnalyzer::Impl::finish() {
   const size_t saturation = std::max<size_t>(cum.size() - 1, 1);
   for (size_t c = 1; c < saturation; c *= 2) a.lru_curve.push_back({static_cast<int64_t>(c), rate_at(c)});
   a.lru_curve.push_back({static_cast<int64_t>(saturation), rate_at(saturation)});
+  if (opts.tier_gpu_blocks > 0) {  // CPU tiers of 0, G/4, G/2, G, 2G, ... until nothing more hits
+    const size_t g = static_cast<size_t>(opts.tier_gpu_blocks);
+    a.tier_gpu_blocks = opts.tier_gpu_blocks;
+    a.tier_curve.push_back({0, rate_at(g), rate_at(g)});
+    for (size_t c = std::max<size_t>(g / 4, 1);; c *= 2) {
+      a.tier_curve.push_back({static_cast<int64_t>(c), rate_at(std::max(g, c)), rate_at(g + c)});
+      if (g + c >= saturation && c >= saturation) break;
+    }
+  }
   auto budget = [&](double target, double need_tokens) {
     BudgetPoint p;
     p.target = target;

@@ -49,6 +49,9 @@ struct AnalysisOptions {
   // When > 0, also replay through KvCacheManager with `lru_policy` on a pool
   // of this many blocks (null block included).
   int64_t lru_num_blocks = 0;
+  // When > 0: the hit rate of a GPU pool of this many blocks with a CPU tier
+  // of growing size below it (TraceAnalysis::tier_curve).
+  int64_t tier_gpu_blocks = 0;
   // Memory bound: every distinct block costs about kBytesPerDistinctBlock
   // (its vertex, hash-table slot, stack-distance stamp and forest edge). A
   // request that would pass the cap ends the analysis: the figures then
@@ -76,6 +79,22 @@ struct CurvePoint {
   int64_t cache_blocks = 0;
   double hit_rate = 0;
 };
+
+// A GPU pool of G blocks over a CPU tier of `cpu_blocks`, from the LRU
+// curve: a write-back (exclusive, victim) tier under LRU holds the next
+// cpu_blocks of the LRU stack, as one LRU of G + C does; a write-through
+// (inclusive) tier holds the most recent C blocks, so only C > G adds hits,
+// as an LRU of max(G, C).
+struct TierCurvePoint {
+  int64_t cpu_blocks = 0;
+  double write_through = 0;
+  double write_back = 0;
+};
+inline constexpr const char* kTierCurveApproximation =
+    "From the stack-distance LRU curve: a write-back (exclusive) CPU tier under LRU as one LRU of GPU + CPU "
+    "blocks, a write-through (inclusive, vLLM's offloading connector) one as an LRU of max(GPU, CPU) blocks. "
+    "Blocks held by running requests and the tiers' own touch order are left out; `compare "
+    "--kv-offloading-size` simulates the tiers exactly.";
 
 struct BudgetPoint {
   double target = 0;
@@ -121,6 +140,8 @@ struct TraceAnalysis {
 
   std::vector<HotPrefix> hottest;
   std::vector<CurvePoint> lru_curve;
+  int64_t tier_gpu_blocks = 0;
+  std::vector<TierCurvePoint> tier_curve;  // empty unless AnalysisOptions::tier_gpu_blocks
   std::vector<BudgetPoint> kv_budget;           // absolute targets (opts.targets)
   std::vector<BudgetPoint> kv_budget_of_ideal;  // targets x ideal_hit_rate, always reachable
   std::optional<LruCheck> lru_check;

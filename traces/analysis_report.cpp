@@ -87,6 +87,18 @@ std::string analysis_json(const TraceAnalysis& a, const std::string& trace_path,
                      {"cache_tokens", p.cache_blocks * a.block_size},
                      {"hit_rate", p.hit_rate}});
   j["lru_curve"] = {{"approximation", kLruCurveApproximation}, {"points", curve}};
+  if (!a.tier_curve.empty()) {
+    ojson tiers = ojson::array();
+    for (const TierCurvePoint& p : a.tier_curve)
+      tiers.push_back({{"cpu_blocks", p.cpu_blocks},
+                       {"cpu_tokens", p.cpu_blocks * a.block_size},
+                       {"write_through_hit_rate", p.write_through},
+                       {"write_back_hit_rate", p.write_back}});
+    j["tier_curve"] = {{"gpu_blocks", a.tier_gpu_blocks},
+                       {"gpu_tokens", a.tier_gpu_blocks * a.block_size},
+                       {"approximation", kTierCurveApproximation},
+                       {"points", tiers}};
+  }
 
   ojson budget = ojson::array();
   for (const BudgetPoint& b : a.kv_budget) {
@@ -181,6 +193,14 @@ std::string analysis_markdown(const TraceAnalysis& a, const std::string& trace_p
   for (const CurvePoint& p : a.lru_curve)
     o << "| " << p.cache_blocks << " | " << p.cache_blocks * B << " | " << pct(p.hit_rate) << " |\n";
 
+  if (!a.tier_curve.empty()) {
+    o << "\n## A CPU tier below " << a.tier_gpu_blocks * B << " GPU tokens\n\nHit rate (GPU + CPU) as the CPU tier "
+         "grows. Approximation: " << kTierCurveApproximation << "\n\n| CPU blocks | CPU tokens | write-through | "
+         "write-back |\n| ---: | ---: | ---: | ---: |\n";
+    for (const TierCurvePoint& p : a.tier_curve)
+      o << "| " << p.cpu_blocks << " | " << p.cpu_blocks * B << " | " << pct(p.write_through) << " | "
+        << pct(p.write_back) << " |\n";
+  }
   o << "\n## Hottest prefixes\n\nMaximal shared prefixes (no longer prefix is hit as often), by tokens saved = "
        "reuse x length.\n\n| rank | blocks | tokens | reuse | tokens saved | first request |\n"
        "| ---: | ---: | ---: | ---: | ---: | --- |\n";

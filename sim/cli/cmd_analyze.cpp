@@ -32,6 +32,9 @@ int cmd_analyze(const Args& args) {
       ("window", po::value<double>()->default_value(60), "working-set window in seconds")
       ("lru-kv-tokens", po::value<int64_t>()->default_value(kDefaultLruKvTokens),
        "also replay through vLLM's LRU with this much KV cache (tokens); 0 skips it")
+      ("tier-gpu-tokens", po::value<int64_t>()->default_value(0),
+       "also tabulate the hit rate of a GPU pool of this many tokens over CPU tiers of growing size "
+       "(write-through and write-back, from the LRU curve); 0 skips it")
       ("graphviz", po::value<std::string>(), "write the hottest prefix subtree as Graphviz DOT to FILE")
       ("max-distinct-blocks", po::value<uint64_t>()->default_value(AnalysisOptions{}.max_distinct_blocks),
        "memory bound: analyze the requests before the one that would pass this many distinct blocks (about "
@@ -64,6 +67,12 @@ int cmd_analyze(const Args& args) {
     ao.lru_num_blocks = lru_tokens / ao.block_size + 1;  // + the null block
     lru = make_policy("lru");
   }
+  const int64_t tier_gpu_tokens = vm["tier-gpu-tokens"].as<int64_t>();
+  if (tier_gpu_tokens < 0 || tier_gpu_tokens > (int64_t{1} << 40))
+    throw InputError("analyze: --tier-gpu-tokens must be in [0, 2^40]");
+  ao.tier_gpu_blocks = tier_gpu_tokens / ao.block_size;
+  if (tier_gpu_tokens > 0 && ao.tier_gpu_blocks == 0)
+    throw InputError("analyze: --tier-gpu-tokens must hold at least one block");
   ao.max_distinct_blocks = vm["max-distinct-blocks"].as<uint64_t>();
   if (ao.max_distinct_blocks < 1 || ao.max_distinct_blocks > (uint64_t{1} << 32) - 2)
     throw InputError("analyze: --max-distinct-blocks must be in [1, 2^32 - 2] (block ids are 32-bit)");
