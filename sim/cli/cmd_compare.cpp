@@ -32,6 +32,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/offline_future.h"
 #include "sim/cli/options.h"
+#include "sim/cli/point_run.h"
 #include "sim/cli/scenario.h"
 #include "sim/cli/scenario_run.h"
 #include "sim/cost/cost_model.h"
@@ -100,93 +101,6 @@ struct Pair {
   size_t router = 0;  // index into the routers (engine mode; one "round-robin" otherwise)
   size_t fleet = 0;   // index into the fleet sizes (replicas)
 };
-
-struct PairResult {
-  CacheReplayResult cache;  // in engine mode: the same figures, counted at admission
-  double ttft_p50_ms = NAN, ttft_p99_ms = NAN;
-  double imbalance = NAN;   // a fleet's max / mean requests per replica
-  std::exception_ptr error;
-};
-
-// Collects what compare reports from one engine run.
-class PairObserver final : public EngineObserver {
- public:
-  PairObserver(int32_t block_size, std::vector<const BlockPool*> check) : block_size_(block_size), check_(std::move(check)) {}
-  void on_request_finished(const RequestRecord& r) override {
-    if (per_replica.size() <= r.replica) per_replica.resize(r.replica + 1);
-    ++per_replica[r.replica];
-    ttft_.add(static_cast<double>(r.ttft()) / 1e9);
-    queried_blocks += static_cast<uint64_t>((r.prompt_tokens + block_size_ - 1) / block_size_);
-    hit_blocks += static_cast<uint64_t>(r.hit_tokens / block_size_);
-  }
-  void on_step(const StepRecord& s) override {
-    if (s.replica >= check_.size()) return;
-    const std::string broken = check_[s.replica]->check_invariants();
-    if (!broken.empty()) throw InternalError("pool invariant violated after step " + std::to_string(s.index) + ": " + broken);
-  }
-  LatencyAccumulator ttft_{vllm_ttft_buckets()};
-  uint64_t queried_blocks = 0, hit_blocks = 0;
-  std::vector<uint64_t> per_replica;  // finished requests
-
- private:
-  int32_t block_size_;
-  std::vector<const BlockPool*> check_;  // by replica; empty: no checks
-};
-
-struct EngineInputs {
-  const std::vector<Request>* requests = nullptr;
-  std::string format;
-  const Scenario* scenario = nullptr;  // the flags replay would take, pair for pair
-  const ResolvedScenario* resolved = nullptr;
-};
-
-// `scenario` is the compare's, with this pair's router and replicas.
-CacheReplayResult run_engine_pair(const EngineInputs& in, const Scenario& scenario, const std::string& spec,
-                                  const PolicyContext& ctx, int64_t num_blocks, bool check, PairResult& out) {
-  Fleet fleet(scenario, *in.resolved, num_blocks, spec, ctx);
-  std::vector<const BlockPool*> pools;
-  for (const auto& r : fleet.replicas) pools.push_back(&r->pool);
-  PairObserver obs(ctx.block_size, check ? pools : std::vector<const BlockPool*>{});
-  fleet.set_observer(&obs);
-  VectorSource src(std::span<const Request>(*in.requests), in.format);  // the parsed trace, shared by every pair
-  const EngineResult res = fleet.run(src).total;
-  CacheReplayResult r;
-  r.requests = res.finished;
-  r.prompt_tokens = static_cast<int64_t>(res.admitted_prompt_tokens);
-  r.output_tokens = static_cast<int64_t>(res.output_tokens);
-  r.hit_tokens = static_cast<int64_t>(res.admitted_hit_tokens);
-  r.hit_rate = r.prompt_tokens ? static_cast<double>(r.hit_tokens) / static_cast<double>(r.prompt_tokens) : 0;
-  r.queried_blocks = obs.queried_blocks;
-  r.hit_blocks = obs.hit_blocks;
-  r.block_hit_rate = r.queried_blocks ? static_cast<double>(r.hit_blocks) / static_cast<double>(r.queried_blocks) : 0;
-  r.evictions = 0;
-  for (const BlockPool* p : pools) r.evictions += p->evictions();
-  r.refused_requests = res.refused;
-  if (scenario.replicas > 1) {
-    obs.per_replica.resize(static_cast<size_t>(scenario.replicas));
-    out.imbalance = res.finished ? max_over_mean(obs.per_replica) : NAN;
-  }
-  const LatencySummary t = obs.ttft_.summary_ms();
-  out.ttft_p50_ms = t.p50;
-  out.ttft_p99_ms = t.p99;
-  return r;
-}
-
-// One (policy, size) run. The mode switch lives here.
-PairResult run_pair(const std::string& mode, const PreparedTrace& trace, const EngineInputs& engine,
-                    const Scenario& scenario, const std::string& spec, const PolicyContext& ctx, int64_t num_blocks,
-                    bool check) {
-  PairResult out;
-  try {
-    if (mode == "engine")
-      out.cache = run_engine_pair(engine, scenario, spec, ctx, num_blocks, check, out);
-    else
-      out.cache = run_cache_replay(trace, num_blocks, make_policy(spec, ctx), check);
-  } catch (...) {
-    out.error = std::current_exception();
-  }
-  return out;
-}
 
 std::string pct(double x) {
   std::ostringstream s;
@@ -326,7 +240,7 @@ int cmd_compare(const Args& args) {
     trace = prepass(*src, block_size, need_future, ctx);
   }
   src.reset();
-  EngineInputs engine_in{&requests, format, &scen, &resolved};
+  const PointInput input{&requests, &trace, format};
   if (trace.size() == 0) throw InputError(trace_path + ": the trace has no requests");
 
   // Every pair, over a pool of threads; each result lands in its own slot.
@@ -346,8 +260,7 @@ int cmd_compare(const Args& args) {
   if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min<int>(threads, static_cast<int>(pairs.size()));
-  const bool check = scen.check_invariants;
-  std::vector<PairResult> results(pairs.size());
+  std::vector<PointResult> results(pairs.size());
   // Bigger pools replay slower: they go first.
   const auto order = heaviest_first(pairs.size(), [&](size_t i) {
     return sizes[pairs[i].size].num_blocks * fleet_sizes[pairs[i].fleet];
@@ -358,8 +271,8 @@ int cmd_compare(const Args& args) {
   size_t done = 0;
   parallel_for(order.size(), threads, [&](size_t k) {
     const size_t i = order[k];
-    results[i] = run_pair(mode, trace, engine_in, pair_scenario(pairs[i]), specs[pairs[i].policy], ctx,
-                          sizes[pairs[i].size].num_blocks, check);
+    results[i] = run_point(input, pair_scenario(pairs[i]), resolved, specs[pairs[i].policy], ctx,
+                           sizes[pairs[i].size].num_blocks);
     const std::lock_guard<std::mutex> lock(progress_mu);
     ++done;
     if (progress.due())
@@ -367,7 +280,7 @@ int cmd_compare(const Args& args) {
                     names[pairs[i].policy] + " at " + std::to_string(sizes[pairs[i].size].num_blocks) + " blocks)");
   });
   progress.clear();
-  for (const PairResult& r : results)
+  for (const PointResult& r : results)
     if (r.error) std::rethrow_exception(r.error);
 
   // The hot-prefix explanation: the hottest shared prefixes' reuse distances
@@ -434,8 +347,8 @@ int cmd_compare(const Args& args) {
     o["ghost_blocks"] = ghosts[i];
     if (!std::isnan(belady[pairs[i].size])) o["gap_to_belady"] = belady[pairs[i].size] - r.hit_rate;
     if (mode == "engine") {
-      o["ttft_p50_ms"] = results[i].ttft_p50_ms;
-      o["ttft_p99_ms"] = results[i].ttft_p99_ms;
+      o["ttft_p50_ms"] = results[i].ttft.p50;
+      o["ttft_p99_ms"] = results[i].ttft.p99;
     }
     if (fleets) {
       o["router"] = routers[pairs[i].router];
@@ -473,7 +386,7 @@ int cmd_compare(const Args& args) {
         << r.prompt_tokens << "," << r.evictions << "," << r.refused_requests << ",";
     if (!std::isnan(belady[pairs[i].size])) csv << nlohmann::json(belady[pairs[i].size] - r.hit_rate).dump();
     csv << ",";
-    if (mode == "engine") csv << nlohmann::json(results[i].ttft_p50_ms).dump() << "," << nlohmann::json(results[i].ttft_p99_ms).dump();
+    if (mode == "engine") csv << nlohmann::json(results[i].ttft.p50).dump() << "," << nlohmann::json(results[i].ttft.p99).dump();
     else csv << ",";
     if (fleets) {
       csv << ",\"" << routers[pairs[i].router] << "\"," << fleet_sizes[pairs[i].fleet] << ",";
@@ -512,7 +425,7 @@ int cmd_compare(const Args& args) {
          << r.evictions << " | " << r.refused_requests << " |";
       if (!std::isnan(belady[z])) md << " " << pct(belady[z] - r.hit_rate) << " |";
       if (mode == "engine")
-        md << " " << std::fixed << std::setprecision(1) << results[i].ttft_p50_ms << " | " << results[i].ttft_p99_ms
+        md << " " << std::fixed << std::setprecision(1) << results[i].ttft.p50 << " | " << results[i].ttft.p99
            << " |" << std::defaultfloat;
       md << "\n";
     }
@@ -561,7 +474,7 @@ int cmd_compare(const Args& args) {
     }
   }
   uint64_t refused = 0;
-  for (const PairResult& r : results) refused += r.cache.refused_requests;
+  for (const PointResult& r : results) refused += r.cache.refused_requests;
   if (refused)
     md << "\nSome requests need more blocks than a pool holds; they can never run and are left out of that "
           "pool's figures (column `refused`).\n";
