@@ -14,6 +14,7 @@
 #include <set>
 #include <string_view>
 
+#include "reports/html_page.h"
 #include "reports/outputs.h"
 
 namespace prefixsim {
@@ -23,21 +24,6 @@ std::string_view chartjs_source();  // generated: reports/embed_text.py
 namespace {
 
 using json = nlohmann::json;
-
-std::string html_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // JSON inside <script>: "</" would close the element; "<\/" is the same JSON.
 std::string script_json(const json& j) {
@@ -109,38 +95,6 @@ function prefixsimSelfCheck(charts) {
 }
 </script>
 )";
-
-std::string page_head(const std::string& title) {
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
-  out += html_escape(title);
-  out += "</title>\n";
-  out += kStyle;
-  out += kErrorCapture;
-  out += "<script>\n";
-  out += chartjs_source();
-  out += "\n</script>\n";
-  out += kSelfCheck;
-  out += "</head>\n<body>\n";
-  return out;
-}
-
-std::string page_tail(const json& data, const std::string& draw_js) {
-  std::string out = "<div id=\"render-status\" hidden></div>\n<script type=\"application/json\" id=\"report-data\">";
-  out += script_json(data);
-  out += "</script>\n<script>\n(function () {\n"
-         "var D = JSON.parse(document.getElementById('report-data').textContent);\n"
-         "Chart.defaults.animation = false;\n"
-         "Chart.defaults.maintainAspectRatio = false;\n"
-         "var COLORS = ['#2f6fde', '#e0672b', '#1b9e77', '#a347ba', '#d4a017', '#c2185b', '#5d6d7e', '#00897b'];\n"
-         "var charts = [];\n"
-         // Registered first, so that the check runs even when drawing fails.
-         "window.addEventListener('load', function () { setTimeout(function () { prefixsimSelfCheck(charts); }, 100); });\n"
-         "try {\n";
-  out += draw_js;
-  out += "} catch (e) { window.__prefixsimErrors.push('drawing failed: ' + e); }\n"
-         "})();\n</script>\n</body>\n</html>\n";
-  return out;
-}
 
 void card(std::string& out, const std::string& value, const std::string& key) {
   out += "<div class=\"card\"><div class=\"v\">" + html_escape(value) + "</div><div class=\"k\">" + html_escape(key) +
@@ -276,6 +230,53 @@ charts.push(new Chart(document.getElementById('chart-compare'), {
 )JS";
 
 }  // namespace
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string page_head(const std::string& title) {
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
+  out += html_escape(title);
+  out += "</title>\n";
+  out += kStyle;
+  out += kErrorCapture;
+  out += "<script>\n";
+  out += chartjs_source();
+  out += "\n</script>\n";
+  out += kSelfCheck;
+  out += "</head>\n<body>\n";
+  return out;
+}
+
+std::string page_tail(const json& data, const std::string& draw_js) {
+  std::string out = "<div id=\"render-status\" hidden></div>\n<script type=\"application/json\" id=\"report-data\">";
+  out += script_json(data);
+  out += "</script>\n<script>\n(function () {\n"
+         "var D = JSON.parse(document.getElementById('report-data').textContent);\n"
+         "Chart.defaults.animation = false;\n"
+         "Chart.defaults.maintainAspectRatio = false;\n"
+         "var COLORS = ['#2f6fde', '#e0672b', '#1b9e77', '#a347ba', '#d4a017', '#c2185b', '#5d6d7e', '#00897b'];\n"
+         "var charts = [];\n"
+         // Registered first, so that the check runs even when drawing fails.
+         "window.addEventListener('load', function () { setTimeout(function () { prefixsimSelfCheck(charts); }, 100); });\n"
+         "try {\n";
+  out += draw_js;
+  out += "} catch (e) { window.__prefixsimErrors.push('drawing failed: ' + e); }\n"
+         "})();\n</script>\n</body>\n</html>\n";
+  return out;
+}
 
 std::string render_report_html(const RunReport& r) {
   std::string out = page_head("prefixsim report");

@@ -31,6 +31,14 @@ std::string render_report_html(const RunReport& r);
 // hit_rate, block_hit_rate, evictions}, ...] and optionally "scenario".
 std::string render_compare_html(const nlohmann::json& compare_json);
 
+// sweep's page: its charts (a metric against an axis, a line per value of
+// another, the other axes at the first point's values) and the table of
+// points, from sweep.json (sim/cli/sweep_report.h).
+std::string render_sweep_html(const nlohmann::json& sweep_json);
+// plan's page: the runs behind the answer (TTFT p99 and hit rate against
+// replicas, a line per TP and offload) and the answer, from plan.json.
+std::string render_plan_html(const nlohmann::json& plan_json);
+
 // A few lines for the terminal after a run.
 std::string render_terminal_summary(const RunReport& r);
 // A duration given in ms, in the unit that keeps it readable: "12.34 ms",

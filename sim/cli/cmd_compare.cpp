@@ -10,6 +10,7 @@
 // them), and refuses belady, whose future is indexed by request while the
 // engine looks requests up again after refusals and preemptions.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <exception>
 #include <filesystem>
@@ -32,6 +33,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/offline_future.h"
 #include "sim/cli/options.h"
+#include "sim/cli/point_run.h"
 #include "sim/cli/scenario.h"
 #include "sim/cli/scenario_run.h"
 #include "sim/cost/cost_model.h"
@@ -99,93 +101,31 @@ struct Pair {
   size_t size = 0;    // index into the pool sizes
   size_t router = 0;  // index into the routers (engine mode; one "round-robin" otherwise)
   size_t fleet = 0;   // index into the fleet sizes (replicas)
+  size_t offload = 0; // index into the CPU offloading sizes
 };
 
-struct PairResult {
-  CacheReplayResult cache;  // in engine mode: the same figures, counted at admission
-  double ttft_p50_ms = NAN, ttft_p99_ms = NAN;
-  double imbalance = NAN;   // a fleet's max / mean requests per replica
-  std::exception_ptr error;
-};
-
-// Collects what compare reports from one engine run.
-class PairObserver final : public EngineObserver {
- public:
-  PairObserver(int32_t block_size, std::vector<const BlockPool*> check) : block_size_(block_size), check_(std::move(check)) {}
-  void on_request_finished(const RequestRecord& r) override {
-    if (per_replica.size() <= r.replica) per_replica.resize(r.replica + 1);
-    ++per_replica[r.replica];
-    ttft_.add(static_cast<double>(r.ttft()) / 1e9);
-    queried_blocks += static_cast<uint64_t>((r.prompt_tokens + block_size_ - 1) / block_size_);
-    hit_blocks += static_cast<uint64_t>(r.hit_tokens / block_size_);
-  }
-  void on_step(const StepRecord& s) override {
-    if (s.replica >= check_.size()) return;
-    const std::string broken = check_[s.replica]->check_invariants();
-    if (!broken.empty()) throw InternalError("pool invariant violated after step " + std::to_string(s.index) + ": " + broken);
-  }
-  LatencyAccumulator ttft_{vllm_ttft_buckets()};
-  uint64_t queried_blocks = 0, hit_blocks = 0;
-  std::vector<uint64_t> per_replica;  // finished requests
-
- private:
-  int32_t block_size_;
-  std::vector<const BlockPool*> check_;  // by replica; empty: no checks
-};
-
-struct EngineInputs {
-  const std::vector<Request>* requests = nullptr;
-  std::string format;
-  const Scenario* scenario = nullptr;  // the flags replay would take, pair for pair
-  const ResolvedScenario* resolved = nullptr;
-};
-
-// `scenario` is the compare's, with this pair's router and replicas.
-CacheReplayResult run_engine_pair(const EngineInputs& in, const Scenario& scenario, const std::string& spec,
-                                  const PolicyContext& ctx, int64_t num_blocks, bool check, PairResult& out) {
-  Fleet fleet(scenario, *in.resolved, num_blocks, spec, ctx);
-  std::vector<const BlockPool*> pools;
-  for (const auto& r : fleet.replicas) pools.push_back(&r->pool);
-  PairObserver obs(ctx.block_size, check ? pools : std::vector<const BlockPool*>{});
-  fleet.set_observer(&obs);
-  VectorSource src(std::span<const Request>(*in.requests), in.format);  // the parsed trace, shared by every pair
-  const EngineResult res = fleet.run(src).total;
-  CacheReplayResult r;
-  r.requests = res.finished;
-  r.prompt_tokens = static_cast<int64_t>(res.admitted_prompt_tokens);
-  r.output_tokens = static_cast<int64_t>(res.output_tokens);
-  r.hit_tokens = static_cast<int64_t>(res.admitted_hit_tokens);
-  r.hit_rate = r.prompt_tokens ? static_cast<double>(r.hit_tokens) / static_cast<double>(r.prompt_tokens) : 0;
-  r.queried_blocks = obs.queried_blocks;
-  r.hit_blocks = obs.hit_blocks;
-  r.block_hit_rate = r.queried_blocks ? static_cast<double>(r.hit_blocks) / static_cast<double>(r.queried_blocks) : 0;
-  r.evictions = 0;
-  for (const BlockPool* p : pools) r.evictions += p->evictions();
-  r.refused_requests = res.refused;
-  if (scenario.replicas > 1) {
-    obs.per_replica.resize(static_cast<size_t>(scenario.replicas));
-    out.imbalance = res.finished ? max_over_mean(obs.per_replica) : NAN;
-  }
-  const LatencySummary t = obs.ttft_.summary_ms();
-  out.ttft_p50_ms = t.p50;
-  out.ttft_p99_ms = t.p99;
-  return r;
-}
-
-// One (policy, size) run. The mode switch lives here.
-PairResult run_pair(const std::string& mode, const PreparedTrace& trace, const EngineInputs& engine,
-                    const Scenario& scenario, const std::string& spec, const PolicyContext& ctx, int64_t num_blocks,
-                    bool check) {
-  PairResult out;
-  try {
-    if (mode == "engine")
-      out.cache = run_engine_pair(engine, scenario, spec, ctx, num_blocks, check, out);
-    else
-      out.cache = run_cache_replay(trace, num_blocks, make_policy(spec, ctx), check);
-  } catch (...) {
-    out.error = std::current_exception();
+// --kv-offloading-size's list: GiB per replica, 0 for none, inf unbounded.
+std::vector<double> offload_list(const std::string& list) {
+  std::vector<double> out;
+  std::string_view rest = list;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string item(rest.substr(0, comma));
+    double v = 0;
+    const auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || !(v >= 0))
+      throw InputError("--kv-offloading-size: '" + item + "' is not a size in GiB (0: none, inf: unbounded)");
+    out.push_back(v);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
   }
   return out;
+}
+
+// GPU + KV tiers: what a planner sizing CPU memory reads.
+double with_tiers(const CacheReplayResult& r) {
+  return r.prompt_tokens ? static_cast<double>(r.hit_tokens + r.tier_hit_tokens) / static_cast<double>(r.prompt_tokens)
+                         : NAN;
 }
 
 std::string pct(double x) {
@@ -210,6 +150,9 @@ int cmd_compare(const Args& args) {
        "engine mode: fleets behind each of these routers, name[:key=value,...] each (see replay --router)")
       ("replicas", po::value<std::string>(),
        "engine mode: fleet sizes N1,N2,...: every policy x size x router runs on a fleet of each (default 1)")
+      ("kv-offloading-size", po::value<std::string>(),
+       "CPU offloading sizes, GiB per replica: S1,S2,... (0: none, inf: unbounded; see replay "
+       "--kv-offloading-size): every pair runs with each, reporting the GPU + CPU hit rate")
       ("threads", po::value<int>()->default_value(0), "worker threads (default: one per core)")
       ("quiet", "print nothing on success");
   // The settings replay takes too, from the same table: an engine pair is
@@ -279,10 +222,21 @@ int cmd_compare(const Args& args) {
     for (const std::string& r : routers) make_router(r, RouterContext{});
   }
 
+  // CPU offloading sizes (validated, with any --kv-tier, before the trace is read).
+  const bool offloading = vm.count("kv-offloading-size") > 0;
+  const std::vector<double> offloads =
+      offloading ? offload_list(vm["kv-offloading-size"].as<std::string>()) : std::vector<double>{0};
+  const bool tiered = offloading || !scen.kv_tiers.empty();
+
   // Pool sizes, through the same sizing as replay.
   if (mode != "engine" && !scen.profile.empty())
     throw InputError("--profile: only engine mode has a cost model (add --mode engine)");
   const ResolvedScenario resolved = resolve_scenario(scen);
+  for (double o : offloads) {  // a bad tier is exit 2 now, not after the trace is read
+    Scenario probe = scen;
+    if (offloading) probe.kv_offloading_size = o;
+    scenario_tiers(probe, *resolved.model);
+  }
   std::vector<KvSizing> sizes;
   auto size_one = [&](auto set) {
     KvSizingInput in = kv_sizing_input(scen, resolved);
@@ -326,7 +280,7 @@ int cmd_compare(const Args& args) {
     trace = prepass(*src, block_size, need_future, ctx);
   }
   src.reset();
-  EngineInputs engine_in{&requests, format, &scen, &resolved};
+  const PointInput input{&requests, &trace, format};
   if (trace.size() == 0) throw InputError(trace_path + ": the trace has no requests");
 
   // Every pair, over a pool of threads; each result lands in its own slot.
@@ -334,23 +288,24 @@ int cmd_compare(const Args& args) {
   for (size_t z = 0; z < sizes.size(); ++z)
     for (size_t p = 0; p < specs.size(); ++p)
       for (size_t rt = 0; rt < routers.size(); ++rt)
-        for (size_t f = 0; f < fleet_sizes.size(); ++f) pairs.push_back({p, z, rt, f});
-  // Each pair's scenario: the compare's, with its router and fleet size.
+        for (size_t f = 0; f < fleet_sizes.size(); ++f)
+          for (size_t o = 0; o < offloads.size(); ++o) pairs.push_back({p, z, rt, f, o});
+  // Each pair's scenario: the compare's, with its router, fleet size and offloading.
   auto pair_scenario = [&](const Pair& pr) {
     Scenario ps = scen;
     ps.router = routers[pr.router];
     ps.replicas = static_cast<int32_t>(fleet_sizes[pr.fleet]);
+    if (offloading) ps.kv_offloading_size = offloads[pr.offload];
     return ps;
   };
   int threads = vm["threads"].as<int>();
   if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min<int>(threads, static_cast<int>(pairs.size()));
-  const bool check = scen.check_invariants;
-  std::vector<PairResult> results(pairs.size());
+  std::vector<PointResult> results(pairs.size());
   // Bigger pools replay slower: they go first.
   const auto order = heaviest_first(pairs.size(), [&](size_t i) {
-    return sizes[pairs[i].size].num_blocks * fleet_sizes[pairs[i].fleet];
+    return sizes[pairs[i].size].num_blocks * fleet_sizes[pairs[i].fleet] + (offloads[pairs[i].offload] > 0 ? 1 : 0);
   });
   // Pairs done so far, on a terminal (a whole archive can take minutes).
   ProgressLine progress(!vm.count("quiet") && ::isatty(2));
@@ -358,8 +313,8 @@ int cmd_compare(const Args& args) {
   size_t done = 0;
   parallel_for(order.size(), threads, [&](size_t k) {
     const size_t i = order[k];
-    results[i] = run_pair(mode, trace, engine_in, pair_scenario(pairs[i]), specs[pairs[i].policy], ctx,
-                          sizes[pairs[i].size].num_blocks, check);
+    results[i] = run_point(input, pair_scenario(pairs[i]), resolved, specs[pairs[i].policy], ctx,
+                           sizes[pairs[i].size].num_blocks);
     const std::lock_guard<std::mutex> lock(progress_mu);
     ++done;
     if (progress.due())
@@ -367,7 +322,7 @@ int cmd_compare(const Args& args) {
                     names[pairs[i].policy] + " at " + std::to_string(sizes[pairs[i].size].num_blocks) + " blocks)");
   });
   progress.clear();
-  for (const PairResult& r : results)
+  for (const PointResult& r : results)
     if (r.error) std::rethrow_exception(r.error);
 
   // The hot-prefix explanation: the hottest shared prefixes' reuse distances
@@ -407,6 +362,11 @@ int cmd_compare(const Args& args) {
     j["routers"] = routers;
     j["replicas"] = fleet_sizes;
   }
+  if (offloading) {
+    nlohmann::ordered_json gibs = nlohmann::ordered_json::array();
+    for (double g : offloads) gibs.push_back(std::isinf(g) ? nlohmann::ordered_json("inf") : nlohmann::ordered_json(g));
+    j["kv_offloading_sizes_gib"] = gibs;
+  }
   nlohmann::ordered_json jsizes = nlohmann::ordered_json::array();
   for (const KvSizing& k : sizes)
     jsizes.push_back({{"kv_blocks", k.num_blocks}, {"capacity_tokens", k.capacity_tokens},
@@ -434,8 +394,14 @@ int cmd_compare(const Args& args) {
     o["ghost_blocks"] = ghosts[i];
     if (!std::isnan(belady[pairs[i].size])) o["gap_to_belady"] = belady[pairs[i].size] - r.hit_rate;
     if (mode == "engine") {
-      o["ttft_p50_ms"] = results[i].ttft_p50_ms;
-      o["ttft_p99_ms"] = results[i].ttft_p99_ms;
+      o["ttft_p50_ms"] = results[i].ttft.p50;
+      o["ttft_p99_ms"] = results[i].ttft.p99;
+    }
+    if (tiered) {
+      const double gib = offloads[pairs[i].offload];
+      o["kv_offloading_size_gib"] = std::isinf(gib) ? nlohmann::ordered_json("inf") : nlohmann::ordered_json(gib);
+      o["tier_hit_tokens"] = r.tier_hit_tokens;
+      o["hit_rate_with_tiers"] = with_tiers(r);
     }
     if (fleets) {
       o["router"] = routers[pairs[i].router];
@@ -463,7 +429,7 @@ int cmd_compare(const Args& args) {
   std::ostringstream csv;
   csv << "policy,spec,kv_blocks,capacity_tokens,hit_rate,block_hit_rate,hit_tokens,prompt_tokens,evictions,"
          "refused_requests,gap_to_belady,ttft_p50_ms,ttft_p99_ms"
-      << (fleets ? ",router,replicas,imbalance\n" : "\n");
+      << (fleets ? ",router,replicas,imbalance" : "") << (tiered ? ",kv_offloading_size_gib,hit_rate_with_tiers\n" : "\n");
   for (size_t i = 0; i < pairs.size(); ++i) {
     const CacheReplayResult& r = results[i].cache;
     const KvSizing& k = sizes[pairs[i].size];
@@ -473,12 +439,13 @@ int cmd_compare(const Args& args) {
         << r.prompt_tokens << "," << r.evictions << "," << r.refused_requests << ",";
     if (!std::isnan(belady[pairs[i].size])) csv << nlohmann::json(belady[pairs[i].size] - r.hit_rate).dump();
     csv << ",";
-    if (mode == "engine") csv << nlohmann::json(results[i].ttft_p50_ms).dump() << "," << nlohmann::json(results[i].ttft_p99_ms).dump();
+    if (mode == "engine") csv << nlohmann::json(results[i].ttft.p50).dump() << "," << nlohmann::json(results[i].ttft.p99).dump();
     else csv << ",";
     if (fleets) {
       csv << ",\"" << routers[pairs[i].router] << "\"," << fleet_sizes[pairs[i].fleet] << ",";
       if (!std::isnan(results[i].imbalance)) csv << nlohmann::json(results[i].imbalance).dump();
     }
+    if (tiered) csv << "," << offloads[pairs[i].offload] << "," << nlohmann::json(with_tiers(r)).dump();
     csv << "\n";
   }
 
@@ -495,9 +462,11 @@ int cmd_compare(const Args& args) {
   for (size_t z = 0; z < sizes.size(); ++z) {
     md << "## " << sizes[z].num_blocks << " blocks (" << sizes[z].capacity_tokens << " tokens)\n\n"
        << "| policy |" << (fleets ? " router | replicas | imbalance |" : "")
+       << (tiered ? " CPU GiB | GPU + tiers hit rate % |" : "")
        << " hit rate % | block hit rate % | evictions | refused |"
        << (std::isnan(belady[z]) ? "" : " gap to belady (points) |") << (mode == "engine" ? " TTFT p50 ms | TTFT p99 ms |" : "")
-       << "\n| --- |" << (fleets ? " --- | ---: | ---: |" : "") << " ---: | ---: | ---: | ---: |"
+       << "\n| --- |" << (fleets ? " --- | ---: | ---: |" : "") << (tiered ? " ---: | ---: |" : "")
+       << " ---: | ---: | ---: | ---: |"
        << (std::isnan(belady[z]) ? "" : " ---: |") << (mode == "engine" ? " ---: | ---: |" : "") << "\n";
     for (size_t i = 0; i < pairs.size(); ++i) {
       if (pairs[i].size != z) continue;
@@ -508,11 +477,12 @@ int cmd_compare(const Args& args) {
         if (std::isnan(results[i].imbalance)) md << "- | ";
         else md << std::fixed << std::setprecision(2) << results[i].imbalance << std::defaultfloat << " | ";
       }
+      if (tiered) md << offloads[pairs[i].offload] << " | " << pct(with_tiers(r)) << " | ";
       md << pct(r.hit_rate) << " | " << pct(r.block_hit_rate) << " | "
          << r.evictions << " | " << r.refused_requests << " |";
       if (!std::isnan(belady[z])) md << " " << pct(belady[z] - r.hit_rate) << " |";
       if (mode == "engine")
-        md << " " << std::fixed << std::setprecision(1) << results[i].ttft_p50_ms << " | " << results[i].ttft_p99_ms
+        md << " " << std::fixed << std::setprecision(1) << results[i].ttft.p50 << " | " << results[i].ttft.p99
            << " |" << std::defaultfloat;
       md << "\n";
     }
@@ -525,15 +495,17 @@ int cmd_compare(const Args& args) {
   md << "\n";
   for (size_t p = 0; p < specs.size(); ++p)
     for (size_t rt = 0; rt < routers.size(); ++rt)
-      for (size_t f = 0; f < fleet_sizes.size(); ++f) {
-        md << "| " << specs[p];
-        if (fleets) md << " · " << routers[rt] << " x " << fleet_sizes[f];
-        md << " |";
-        for (size_t i = 0; i < pairs.size(); ++i)
-          if (pairs[i].policy == p && pairs[i].router == rt && pairs[i].fleet == f)
-            md << " " << pct(results[i].cache.hit_rate) << " |";
-        md << "\n";
-      }
+      for (size_t f = 0; f < fleet_sizes.size(); ++f)
+        for (size_t of = 0; of < offloads.size(); ++of) {
+          md << "| " << specs[p];
+          if (fleets) md << " · " << routers[rt] << " x " << fleet_sizes[f];
+          if (offloading) md << " · CPU " << offloads[of] << " GiB";
+          md << " |";
+          for (size_t i = 0; i < pairs.size(); ++i)
+            if (pairs[i].policy == p && pairs[i].router == rt && pairs[i].fleet == f && pairs[i].offload == of)
+              md << " " << pct(tiered ? with_tiers(results[i].cache) : results[i].cache.hit_rate) << " |";
+          md << "\n";
+        }
   if (!hot.empty()) {
     md << "\n## Hot prefixes: reuse distance against capacity and ghost list\n\n"
        << "Reuse distance: the distinct blocks touched from one use of a prefix to the next, its own included "
@@ -561,7 +533,7 @@ int cmd_compare(const Args& args) {
     }
   }
   uint64_t refused = 0;
-  for (const PairResult& r : results) refused += r.cache.refused_requests;
+  for (const PointResult& r : results) refused += r.cache.refused_requests;
   if (refused)
     md << "\nSome requests need more blocks than a pool holds; they can never run and are left out of that "
           "pool's figures (column `refused`).\n";

@@ -90,8 +90,7 @@ int cmd_replay(const Args& args) {
   const ModelSpec& model = *resolved.model;
   const GpuSpec& gpu = *resolved.gpu;
   const KvSizing kv_size = size_kv_pool(kv_sizing_input(s, resolved));
-  std::vector<TierSpec> tier_specs = parse_tiers(s);
-  resolve_tiers(tier_specs, kv_size.bytes_per_block, s.tp);
+  const std::vector<TierSpec> tier_specs = scenario_tiers(s, model);
   const uint64_t steps_every = vm["steps-every"].as<uint64_t>();
   // Outputs: refused before the run when they would replace something that
   // is not a regular file, or one of the inputs.

@@ -30,5 +30,7 @@ int cmd_bench(const Args& args);
 int cmd_replay(const Args& args);
 int cmd_catalog(const Args& args);
 int cmd_gpu(const Args& args);
+int cmd_sweep(const Args& args);
+int cmd_plan(const Args& args);
 
 }  // namespace prefixsim::cli

@@ -6,6 +6,7 @@
 #include "sim/base/error.h"
 #include "sim/base/spec_params.h"
 #include "sim/cli/offline_future.h"
+#include "sim/cost/kv_sizing.h"
 
 namespace prefixsim::cli {
 
@@ -46,9 +47,9 @@ TierSpec parse_one(std::string_view text) {
 
 std::vector<TierSpec> parse_tiers(const Scenario& s) {
   std::vector<TierSpec> out;
-  if (s.kv_offloading_size) {
+  if (s.kv_offloading_size && *s.kv_offloading_size != 0) {  // 0: no offloading, as in vLLM
     if (!(*s.kv_offloading_size > 0))
-      throw InputError("--kv-offloading-size: must be a positive number of GiB (inf: unbounded)");
+      throw InputError("--kv-offloading-size: must be a non-negative number of GiB (0: none; inf: unbounded)");
     TierSpec cpu;
     cpu.cfg.name = "cpu";
     cpu.size_gib = *s.kv_offloading_size;
@@ -94,6 +95,15 @@ void resolve_tiers(std::vector<TierSpec>& specs, int64_t bytes_per_block, int tp
                        " GiB is more than 2^31-2 blocks; give inf for an unbounded tier");
     t.cfg.capacity_blocks = static_cast<int64_t>(blocks);
   }
+}
+
+std::vector<TierSpec> scenario_tiers(const Scenario& s, const ModelSpec& model) {
+  std::vector<TierSpec> specs = parse_tiers(s);
+  if (specs.empty()) return specs;
+  // The pool's element size: fp8 when asked, else the model's (as size_kv_pool).
+  const int dtype = kv_dtype_bytes(s) > 0 ? kv_dtype_bytes(s) : model.dtype_bytes;
+  resolve_tiers(specs, kv_bytes_per_token(model, s.tp, dtype) * s.block_size, s.tp);
+  return specs;
 }
 
 FleetTiers::FleetTiers(const std::vector<TierSpec>& specs, int replicas, uint32_t num_keys, int32_t block_size)

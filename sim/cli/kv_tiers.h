@@ -11,6 +11,7 @@
 #include "policies/registry.h"
 #include "reports/run_report.h"
 #include "sim/cli/scenario.h"
+#include "sim/cost/catalog.h"
 #include "sim/kv/kv_tier.h"
 
 namespace prefixsim::cli {
@@ -33,6 +34,8 @@ std::vector<TierSpec> parse_tiers(const Scenario& s);
 // Sizes in blocks: size GiB / (bytes per block x TP), as vLLM's
 // --kv-offloading-size is the buffer summed over the TP ranks.
 void resolve_tiers(std::vector<TierSpec>& specs, int64_t bytes_per_block, int tp);
+// Both, for the scenario's model (bytes per block of one TP shard).
+std::vector<TierSpec> scenario_tiers(const Scenario& s, const ModelSpec& model);
 
 // The tiers of a fleet: replicas x per-replica tiers, plus the shared ones,
 // and each replica's stack over them.

@@ -28,6 +28,8 @@ const std::vector<Command>& commands() {
       {"sched", "run a scheduler step script; one JSON line per step (vLLM v1 scheduler golden format)", cmd_sched},
       {"bench", "run the benchmarks and print medians (speed and memory are measured here)", cmd_bench},
       {"catalog", "list the built-in models and GPUs with KV bytes and default pool sizes; check a profile", cmd_catalog},
+      {"sweep", "run every point of a grid of scenarios (any key an axis) on threads or MPI ranks; tables and charts", cmd_sweep},
+      {"plan", "find the cheapest fleet (replicas x TP) of a model on a GPU that meets an SLO on a trace", cmd_plan},
       {"gpu", "fit a cost-model profile to step times measured by prefixsim-gpu-bench (gpu calibrate)", cmd_gpu},
   };
   return table;

@@ -19,9 +19,11 @@ namespace {
 
 class YamlReader {
  public:
-  explicit YamlReader(std::string path) : path_(std::move(path)) {}
+  // `line`: where errors point when a node has no mark of its own (values
+  // made by a sweep's range); 0 = the node's own line.
+  explicit YamlReader(std::string path, long line = 0) : path_(std::move(path)), line_(line) {}
   [[noreturn]] void fail(const YAML::Node& n, const std::string& key, const std::string& msg) const {
-    throw InputError(path_, n.Mark().line + 1, key + ": " + msg);
+    throw InputError(path_, line_ ? line_ : n.Mark().line + 1, key + ": " + msg);
   }
   template <typename T>
   T get(const YAML::Node& n, const std::string& key, const char* what) const {
@@ -39,6 +41,7 @@ class YamlReader {
 
  private:
   std::string path_;
+  long line_;
 };
 
 // ---- The option table ----------------------------------------------------
@@ -70,82 +73,83 @@ struct ScenarioOption {
 };
 
 constexpr unsigned kBoth = kForReplay | kForCompare;
+constexpr unsigned kAll = kBoth | kForPlan;  // plan: all but what it searches (tp, replicas) or sizes itself
 
 const std::vector<ScenarioOption>& scenario_options() {
   static const std::vector<ScenarioOption> table = {
-      {"trace", "trace", &Scenario::trace, Echo::null_if_empty, kBoth,
+      {"trace", "trace", &Scenario::trace, Echo::null_if_empty, kAll,
        "trace file (JSONL, .gz/.zst, kv-cache-tester folder or tar); replay's default: the built-in workload"},
       {"workload", "workload", &Scenario::workload, Echo::value, kForReplay,
        "workload preset or YAML when no trace is given (default chatbot)"},
-      {"requests", "requests", &Scenario::requests, Echo::value, kBoth,
+      {"requests", "requests", &Scenario::requests, Echo::value, kAll,
        "workload size (default 2000), or replay only the first N trace requests"},
-      {"rate", "rate", &Scenario::rate, Echo::value, kBoth,
+      {"rate", "rate", &Scenario::rate, Echo::value, kAll,
        "arrival rate, requests/s: a workload's, or a trace's arrivals rescaled to this mean rate"},
-      {"time-scale", "time_scale", &Scenario::time_scale, Echo::if_changed, kBoth,
+      {"time-scale", "time_scale", &Scenario::time_scale, Echo::if_changed, kAll,
        "multiply a trace's gaps between arrivals by F (0.5 = twice the load)"},
       {"warmup", "warmup", &Scenario::warmup, Echo::if_changed, kForReplay,
        "replay the first N requests to warm the cache, leaving them out of every figure (a running server)"},
       {"warmup-seconds", "warmup_seconds", &Scenario::warmup_seconds, Echo::if_changed, kForReplay,
        "the same for the requests arriving in the first S seconds of the (rescaled) trace"},
-      {"seed", "seed", &Scenario::seed, Echo::value, kBoth, "seed for workloads and conversation starts (default 1)"},
-      {"format", "format", &Scenario::format, Echo::value, kBoth,
+      {"seed", "seed", &Scenario::seed, Echo::value, kAll, "seed for workloads and conversation starts (default 1)"},
+      {"format", "format", &Scenario::format, Echo::value, kAll,
        "trace format: auto, native, mooncake, bailian, kvcache-tester"},
-      {"trace-block-size", "trace_block_size", &Scenario::trace_block_size, Echo::value, kBoth,
+      {"trace-block-size", "trace_block_size", &Scenario::trace_block_size, Echo::value, kAll,
        "tokens per trace hash id (default: 512 Mooncake, 16 Bailian, 64 kv-cache-tester)"},
-      {"conversation-rate", "conversation_rate", &Scenario::conversation_rate, Echo::value, kBoth,
+      {"conversation-rate", "conversation_rate", &Scenario::conversation_rate, Echo::value, kAll,
        "kv-cache-tester conversations started per second (default 1)"},
-      {"sort", "sort", &Scenario::sort, Echo::value, kBoth,
+      {"sort", "sort", &Scenario::sort, Echo::value, kAll,
        "accept a trace whose timestamps go backwards by sorting it (buffers the trace)"},
       {"mode", "mode", &Scenario::mode, Echo::value, kForReplay,
        "engine (default: discrete-event simulation) or cache (no time)"},
-      {"policy", "policy", &Scenario::policy, Echo::value, kForReplay,
+      {"policy", "policy", &Scenario::policy, Echo::value, kForReplay | kForPlan,
        "eviction policy, name[:key=value,...] (default lru = vLLM); belady, the offline one, in cache mode only "
        "(the trace is read into memory first to learn its future)"},
-      {"block-size", "block_size", &Scenario::block_size, Echo::value, kBoth, "KV block size in tokens (default 16)"},
+      {"block-size", "block_size", &Scenario::block_size, Echo::value, kAll, "KV block size in tokens (default 16)"},
       {"replicas", "replicas", &Scenario::replicas, Echo::with_fleet, kForReplay,
        "engine mode: a fleet of N replicas of this server behind --router (default 1)"},
-      {"router", "router", &Scenario::router, Echo::with_fleet, kForReplay,
+      {"router", "router", &Scenario::router, Echo::with_fleet, kForReplay | kForPlan,
        "with --replicas: which replica takes each request, name[:key=value,...]: round-robin (default), random, "
        "least-loaded, session, prefix, kv-aware"},
-      {"model", "model", &Scenario::model, Echo::value, kBoth,
+      {"model", "model", &Scenario::model, Echo::value, kAll,
        "model from the catalog (default llama-3.1-8b; see prefixsim catalog)"},
-      {"gpu", "gpu", &Scenario::gpu, Echo::value, kBoth, "GPU from the catalog (default h100-sxm-80gb)"},
-      {"gpu-mem-util", "gpu_mem_util", &Scenario::gpu_mem_util, Echo::value, kBoth,
+      {"gpu", "gpu", &Scenario::gpu, Echo::value, kAll, "GPU from the catalog (default h100-sxm-80gb)"},
+      {"gpu-mem-util", "gpu_mem_util", &Scenario::gpu_mem_util, Echo::value, kAll,
        "fraction of GPU memory vLLM may use (default 0.9)"},
       {"tp", "tp", &Scenario::tp, Echo::value, kBoth, "tensor-parallel size (default 1)"},
       {"kv-blocks", "kv_blocks", &Scenario::kv_blocks, Echo::value, kForReplay,
        "KV pool size in blocks, null block included"},
       {"kv-tokens", "kv_tokens", &Scenario::kv_tokens, Echo::value, kForReplay, "KV pool capacity in tokens"},
       {"kv-gb", "kv_gb", &Scenario::kv_gb, Echo::value, kForReplay, "KV pool memory in GiB per GPU"},
-      {"profile", "profile", &Scenario::profile, Echo::null_if_empty, kBoth,
+      {"profile", "profile", &Scenario::profile, Echo::null_if_empty, kAll,
        "calibrated cost-model profile replacing the roofline: a JSON file, or `builtin` for the one shipped "
        "for this model, GPU and TP (`prefixsim catalog` lists them)"},
-      {"kv-cache-dtype", "kv_cache_dtype", &Scenario::kv_cache_dtype, Echo::if_changed, kBoth,
+      {"kv-cache-dtype", "kv_cache_dtype", &Scenario::kv_cache_dtype, Echo::if_changed, kAll,
        "KV cache element type: auto (the model's dtype, default) or fp8 (half the bytes per block)"},
-      {"model-file", "model_file", &Scenario::model_file, Echo::if_changed, kBoth,
+      {"model-file", "model_file", &Scenario::model_file, Echo::if_changed, kAll,
        "YAML file of extra models in the built-in catalog's schema (sim/cost/catalog/models.yaml)"},
-      {"gpu-file", "gpu_file", &Scenario::gpu_file, Echo::if_changed, kBoth,
+      {"gpu-file", "gpu_file", &Scenario::gpu_file, Echo::if_changed, kAll,
        "YAML file of extra GPUs in the built-in catalog's schema"},
       {"kv-offloading-size", "kv_offloading_size", &Scenario::kv_offloading_size, Echo::if_changed, kForReplay,
        "KV offloading to CPU memory: GiB per replica summed over its TP ranks (vLLM's flag; inf: unbounded); "
        "an LRU tier below the GPU read and written at 50 GB/s (override with --kv-tier cpu:...)"},
-      {"kv-tier", "kv_tiers", &Scenario::kv_tiers, Echo::if_changed, kForReplay,
+      {"kv-tier", "kv_tiers", &Scenario::kv_tiers, Echo::if_changed, kAll,
        "more KV tiers below the GPU (and the CPU tier), looked up in order: NAME:size=GiB,read=GB/s[,write=GB/s]"
        "[,latency=us][,shared][,policy=lru][,store=compute|evict]; several separated by ';'"},
-      {"max-num-seqs", "scheduler.max_num_seqs", &Scenario::max_num_seqs, Echo::value, kBoth,
+      {"max-num-seqs", "scheduler.max_num_seqs", &Scenario::max_num_seqs, Echo::value, kAll,
        "scheduler: max running requests (default 256)"},
       {"max-num-batched-tokens", "scheduler.max_num_batched_tokens", &Scenario::max_num_batched_tokens, Echo::value,
-       kBoth, "scheduler: token budget per step (default 8192)"},
-      {"no-chunked-prefill", "scheduler.enable_chunked_prefill", &Scenario::enable_chunked_prefill, Echo::value, kBoth,
+       kAll, "scheduler: token budget per step (default 8192)"},
+      {"no-chunked-prefill", "scheduler.enable_chunked_prefill", &Scenario::enable_chunked_prefill, Echo::value, kAll,
        "scheduler: admit whole prompts only", false},
       {"long-prefill-token-threshold", "scheduler.long_prefill_token_threshold",
-       &Scenario::long_prefill_token_threshold, Echo::value, kBoth,
+       &Scenario::long_prefill_token_threshold, Echo::value, kAll,
        "scheduler: cap on a prefill chunk (default 0 = off)"},
       {"series-interval", "series_interval_s", &Scenario::series_interval_s, Echo::value, kForReplay,
        "time-series interval in seconds (default 1; coarsened for long runs)"},
-      {"check-invariants", "check_invariants", &Scenario::check_invariants, Echo::never, kBoth,
+      {"check-invariants", "check_invariants", &Scenario::check_invariants, Echo::never, kAll,
        "verify the block pool's invariants after every step (slow)"},
-      {"out", "out", &Scenario::out, Echo::never, kBoth, "output directory (default prefixsim-out)"},
+      {"out", "out", &Scenario::out, Echo::never, kAll, "output directory (default prefixsim-out)"},
   };
   return table;
 }
@@ -178,10 +182,7 @@ const ScenarioOption* find_key(const std::string& key) {
   return nullptr;
 }
 
-bool is_kv_size(const ScenarioOption& o) {
-  const std::string_view k = o.key;
-  return k == "kv_blocks" || k == "kv_tokens" || k == "kv_gb";
-}
+bool is_kv_size(const ScenarioOption& o) { return is_pool_size_key(o.key); }
 
 }  // namespace
 
@@ -215,33 +216,77 @@ void apply_scenario_flags(const po::variables_map& vm, ScenarioCommand command, 
   }
 }
 
-void load_scenario_yaml(const std::string& path, Scenario& s) {
-  // Read with the input bounds, parsed strictly (one document, no key twice).
-  const YAML::Node root = workloads::load_yaml_strict(read_whole_file(path, "scenario"), path);
+namespace {
+
+// One top-level or dotted ("scheduler.x") key and its value.
+void apply_key(const YamlReader& y, const std::string& key, const YAML::Node& k, const YAML::Node& v, Scenario& s) {
+  const ScenarioOption* o = find_key(key);
+  if (!o) y.fail(k, key, "unknown key");
+  apply_yaml_value(y, *o, v, s);
+  if (key == "trace" && s.trace.empty()) y.fail(v, key, "an empty path (leave the key out to replay the workload)");
+  if (key == "workload") s.workload_given = true;
+  if (key == "kv_cache_dtype" && s.kv_cache_dtype != "auto" && s.kv_cache_dtype != "fp8")
+    y.fail(v, key, "must be auto or fp8");
+}
+
+}  // namespace
+
+void apply_scenario_yaml(const YAML::Node& root, const std::string& path, Scenario& s) {
   const YamlReader y(path);
-  if (!root.IsMap()) throw InputError(path, 1, "a scenario is a mapping of keys to values");
+  if (!root.IsMap()) throw InputError(path, root.Mark().line + 1, "a scenario is a mapping of keys to values");
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     const YAML::Node& v = kv.second;
     if (key == "scheduler") {  // the one nested mapping
       if (!v.IsMap()) y.fail(v, key, "expected a mapping");
-      for (const auto& sub : v) {
-        const std::string nested = "scheduler." + sub.first.as<std::string>();
-        const ScenarioOption* o = find_key(nested);
-        if (!o) y.fail(sub.first, nested, "unknown key");
-        apply_yaml_value(y, *o, sub.second, s);
-      }
+      for (const auto& sub : v) apply_key(y, "scheduler." + sub.first.as<std::string>(), sub.first, sub.second, s);
       continue;
     }
-    const ScenarioOption* o = find_key(key);
-    if (!o || std::string_view(o->key).find('.') != std::string_view::npos) y.fail(kv.first, key, "unknown key");
-    apply_yaml_value(y, *o, v, s);
-    if (key == "trace" && s.trace.empty()) y.fail(v, key, "an empty path (leave the key out to replay the workload)");
-    if (key == "workload") s.workload_given = true;
-    if (key == "kv_cache_dtype" && s.kv_cache_dtype != "auto" && s.kv_cache_dtype != "fp8")
-      y.fail(v, key, "must be auto or fp8");
+    if (key.find('.') != std::string::npos) y.fail(kv.first, key, "unknown key");
+    apply_key(y, key, kv.first, v, s);
   }
 }
+
+void load_scenario_yaml(const std::string& path, Scenario& s) {
+  // Read with the input bounds, parsed strictly (one document, no key twice).
+  const YAML::Node root = workloads::load_yaml_strict(read_whole_file(path, "scenario"), path);
+  if (!root.IsMap()) throw InputError(path, 1, "a scenario is a mapping of keys to values");
+  apply_scenario_yaml(root, path, s);
+}
+
+std::string scenario_key(const std::string& key) {
+  if (find_key(key)) return key;
+  if (key.find('.') == std::string::npos && find_key("scheduler." + key)) return "scheduler." + key;
+  return "";
+}
+
+void apply_scenario_value(const std::string& path, long line, const std::string& key, const YAML::Node& value,
+                          Scenario& s) {
+  const YamlReader y(path, line);
+  apply_key(y, key, value, value, s);
+}
+
+nlohmann::json scenario_value(const Scenario& s, const std::string& key) {
+  const ScenarioOption* o = find_key(key);
+  if (!o) throw InternalError("scenario_value: unknown key " + key);
+  nlohmann::json x;
+  std::visit(
+      [&](auto member) {
+        const auto& v = s.*member;
+        if constexpr (requires { v.has_value(); }) x = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+        else x = v;
+      },
+      o->field);
+  return x;
+}
+
+std::string scenario_key_of_flag(const std::string& flag) {
+  for (const ScenarioOption& o : scenario_options())
+    if (flag == o.flag) return o.key;
+  return "";
+}
+
+bool is_pool_size_key(const std::string& key) { return key == "kv_blocks" || key == "kv_tokens" || key == "kv_gb"; }
 
 void validate(const Scenario& s) {
   auto bad = [](const std::string& flag, const std::string& msg) { throw InputError(flag + ": " + msg); };

@@ -15,6 +15,10 @@
 #include <optional>
 #include <string>
 
+namespace YAML {
+class Node;
+}
+
 namespace prefixsim::cli {
 
 struct Scenario {
@@ -69,7 +73,7 @@ struct Scenario {
 };
 
 // Where a setting applies (a bit mask over the commands that share the table).
-enum ScenarioCommand : unsigned { kForReplay = 1, kForCompare = 2 };
+enum ScenarioCommand : unsigned { kForReplay = 1, kForCompare = 2, kForPlan = 4 };
 
 // Adds the table's flags for `command` to `opts`.
 void add_scenario_options(boost::program_options::options_description& opts, ScenarioCommand command);
@@ -80,6 +84,21 @@ void apply_scenario_flags(const boost::program_options::variables_map& vm, Scena
 // Applies a scenario YAML file on top of `s`; unknown keys and bad values are
 // InputError "FILE:LINE: key: message".
 void load_scenario_yaml(const std::string& path, Scenario& s);
+// The same for a parsed mapping (a sweep's `base`); errors name `path`.
+void apply_scenario_yaml(const YAML::Node& map, const std::string& path, Scenario& s);
+// The table's key for a YAML key: itself, "scheduler.x" for a bare
+// scheduler key "x", or "" when the scenario has no such key.
+std::string scenario_key(const std::string& key);
+// Sets one table key (scenario_key's form) from a YAML value; errors are
+// "PATH:LINE: key: message", LINE the node's own unless `line` is given.
+void apply_scenario_value(const std::string& path, long line, const std::string& key, const YAML::Node& value,
+                          Scenario& s);
+// The value of one table key in `s` (an unset optional as null).
+nlohmann::json scenario_value(const Scenario& s, const std::string& key);
+// The YAML key of a flag name ("tp" for "tp"; "scheduler.max_num_seqs" for
+// "max-num-seqs"), "" when none.
+std::string scenario_key_of_flag(const std::string& flag);
+bool is_pool_size_key(const std::string& key);  // kv_blocks, kv_tokens, kv_gb
 // Checks ranges and combinations (InputError naming the flag).
 void validate(const Scenario& s);
 nlohmann::json to_json(const Scenario& s);

@@ -174,7 +174,8 @@ std::vector<GpuSpec> parse_gpu_catalog(std::string_view yaml, const std::string&
   for (const YAML::Node& node : list) {
     Entry e(node, file);
     e.reject_unknown({"name", "description", "source", "memory_bytes", "peak_bf16_flops", "hbm_bandwidth",
-                      "interconnect", "interconnect_bandwidth", "allreduce_latency_s", "sm_count"});
+                      "interconnect", "interconnect_bandwidth", "allreduce_latency_s", "sm_count",
+                      "cost_per_hour"});
     GpuSpec g;
     g.name = e.str("name");
     g.description = e.str("description");
@@ -186,6 +187,7 @@ std::vector<GpuSpec> parse_gpu_catalog(std::string_view yaml, const std::string&
     g.interconnect_bandwidth = e.num("interconnect_bandwidth", 1e6, 1e15);
     g.allreduce_latency_s = e.num("allreduce_latency_s", 0, 1);
     g.sm_count = static_cast<int>(e.integer("sm_count", 1, 100000));
+    if (e.has("cost_per_hour")) g.cost_per_hour = e.num("cost_per_hour", 1e-9, 1e9);
     out.push_back(std::move(g));
   }
   check_unique(out, list, file);
@@ -329,7 +331,7 @@ nlohmann::json to_json(const ModelSpec& m) {
 }
 
 nlohmann::json to_json(const GpuSpec& g) {
-  return {{"name", g.name},
+  nlohmann::json j = {{"name", g.name},
           {"description", g.description},
           {"source", g.source},
           {"memory_bytes", g.memory_bytes},
@@ -339,6 +341,8 @@ nlohmann::json to_json(const GpuSpec& g) {
           {"interconnect_bandwidth", g.interconnect_bandwidth},
           {"allreduce_latency_s", g.allreduce_latency_s},
           {"sm_count", g.sm_count}};
+  if (g.cost_per_hour > 0) j["cost_per_hour"] = g.cost_per_hour;  // only when given: reports stay as they were
+  return j;
 }
 
 std::string model_in(const TextLoc& at, std::string_view field, std::string_view v) {

@@ -66,6 +66,7 @@ struct GpuSpec {
   double interconnect_bandwidth = 0;  // bytes/s per direction
   double allreduce_latency_s = 0;     // one small-message all-reduce
   int sm_count = 0;
+  double cost_per_hour = 0;  // optional (user catalogs): price of one GPU-hour, for `prefixsim plan`; 0 = not given
 };
 
 // The built-in catalogs, parsed once (InternalError if the embedded YAML is

@@ -1,0 +1,152 @@
+#include "sim/cli/point_run.h"
+
+#include <algorithm>
+#include <limits>
+#include <span>
+
+#include "sim/base/error.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/vector_source.h"
+#include "sim/fleet/fleet.h"
+
+namespace prefixsim::cli {
+namespace {
+
+// Collects a point's figures from one engine run.
+class PointObserver final : public EngineObserver {
+ public:
+  PointObserver(int32_t block_size, std::vector<const BlockPool*> check)
+      : block_size_(block_size), check_(std::move(check)) {}
+  void on_request_finished(const RequestRecord& r) override {
+    if (per_replica.size() <= r.replica) per_replica.resize(r.replica + 1);
+    ++per_replica[r.replica];
+    ttft.add(static_cast<double>(r.ttft()) / 1e9);
+    queue.add(static_cast<double>(r.queueing()) / 1e9);
+    e2e.add(static_cast<double>(r.e2e()) / 1e9);
+    first_arrival = std::min(first_arrival, r.arrival);
+    last_finish = std::max(last_finish, r.finish);
+    queried_blocks += static_cast<uint64_t>((r.prompt_tokens + block_size_ - 1) / block_size_);
+    hit_blocks += static_cast<uint64_t>(r.hit_tokens / block_size_);
+  }
+  void on_step(const StepRecord& s) override {
+    if (s.replica >= check_.size()) return;
+    const std::string broken = check_[s.replica]->check_invariants();
+    if (!broken.empty())
+      throw InternalError("pool invariant violated after step " + std::to_string(s.index) + ": " + broken);
+  }
+  LatencyAccumulator ttft{vllm_ttft_buckets()}, queue{vllm_ttft_buckets()}, e2e{vllm_ttft_buckets()};
+  uint64_t queried_blocks = 0, hit_blocks = 0;
+  TimeNs first_arrival = std::numeric_limits<TimeNs>::max(), last_finish = 0;
+  std::vector<uint64_t> per_replica;  // finished requests
+
+ private:
+  int32_t block_size_;
+  std::vector<const BlockPool*> check_;  // by replica; empty: no checks
+};
+
+void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedScenario& resolved,
+                      const std::string& spec, const PolicyContext& ctx, int64_t num_blocks, PointResult& out) {
+  Fleet fleet(s, resolved, num_blocks, spec, ctx);
+  fleet.add_tiers(scenario_tiers(s, *resolved.model));
+  std::vector<const BlockPool*> pools;
+  for (const auto& r : fleet.replicas) pools.push_back(&r->pool);
+  PointObserver obs(ctx.block_size, s.check_invariants ? pools : std::vector<const BlockPool*>{});
+  fleet.set_observer(&obs);
+  VectorSource src(std::span<const Request>(*in.requests), in.format);  // shared by every point
+  const EngineResult res = fleet.run(src).total;
+  CacheReplayResult& r = out.cache;
+  r.requests = res.finished;
+  r.prompt_tokens = static_cast<int64_t>(res.admitted_prompt_tokens);
+  r.output_tokens = static_cast<int64_t>(res.output_tokens);
+  r.hit_tokens = static_cast<int64_t>(res.admitted_hit_tokens);
+  r.hit_rate = r.prompt_tokens ? static_cast<double>(r.hit_tokens) / static_cast<double>(r.prompt_tokens) : 0;
+  r.tier_hit_tokens = static_cast<int64_t>(res.admitted_tier_hit_tokens);
+  r.tier_hit_blocks = static_cast<uint64_t>(r.tier_hit_tokens / ctx.block_size);
+  r.queried_blocks = obs.queried_blocks;
+  r.hit_blocks = obs.hit_blocks;
+  r.block_hit_rate =
+      r.queried_blocks ? static_cast<double>(r.hit_blocks) / static_cast<double>(r.queried_blocks) : 0;
+  r.evictions = 0;
+  for (const BlockPool* p : pools) r.evictions += p->evictions();
+  r.refused_requests = res.refused;
+  if (s.replicas > 1) {
+    obs.per_replica.resize(static_cast<size_t>(s.replicas));
+    out.imbalance = res.finished ? max_over_mean(obs.per_replica) : NAN;
+  }
+  out.ttft = obs.ttft.summary_ms();
+  out.queue = obs.queue.summary_ms();
+  out.e2e = obs.e2e.summary_ms();
+  out.preemptions = res.preemptions;
+  out.steps = res.steps;
+  if (res.finished && obs.last_finish > obs.first_arrival) {
+    const double span_s = static_cast<double>(obs.last_finish - obs.first_arrival) / 1e9;
+    out.requests_per_s = static_cast<double>(res.finished) / span_s;
+    out.output_tokens_per_s = static_cast<double>(res.output_tokens) / span_s;
+  }
+}
+
+}  // namespace
+
+PointResult run_point(const PointInput& input, const Scenario& scenario, const ResolvedScenario& resolved,
+                      const std::string& policy_spec, const PolicyContext& ctx, int64_t num_blocks) {
+  PointResult out;
+  try {
+    if (scenario.mode == "engine")
+      run_engine_point(input, scenario, resolved, policy_spec, ctx, num_blocks, out);
+    else {
+      FleetTiers tiers(scenario_tiers(scenario, *resolved.model), 1, std::max<uint32_t>(input.prepared->num_keys(), 1),
+                       ctx.block_size);
+      out.cache = run_cache_replay(*input.prepared, num_blocks, make_policy(policy_spec, ctx),
+                                   scenario.check_invariants, {}, tiers.stack(0));
+    }
+  } catch (...) {
+    out.error = std::current_exception();
+  }
+  return out;
+}
+
+namespace {
+nlohmann::ordered_json number(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+}
+}  // namespace
+
+nlohmann::ordered_json point_figures(const PointResult& r, const Scenario& s, int64_t num_blocks,
+                                     int64_t capacity_tokens) {
+  nlohmann::ordered_json row;
+  row["requests"] = r.cache.requests;
+  row["hit_rate"] = number(r.cache.hit_rate);
+  row["block_hit_rate"] = number(r.cache.block_hit_rate);
+  // GPU + KV tiers (the GPU's alone without tiers).
+  row["hit_rate_with_tiers"] =
+      r.cache.prompt_tokens ? number(static_cast<double>(r.cache.hit_tokens + r.cache.tier_hit_tokens) /
+                                     static_cast<double>(r.cache.prompt_tokens))
+                            : nlohmann::ordered_json(nullptr);
+  row["evictions"] = r.cache.evictions;
+  row["refused_requests"] = r.cache.refused_requests;
+  row["num_blocks"] = num_blocks;  // the pool of each replica, null block included (report.json kv_cache.num_blocks)
+  row["capacity_tokens"] = capacity_tokens;
+  row["ttft_mean_ms"] = number(r.ttft.mean);
+  row["ttft_p50_ms"] = number(r.ttft.p50);
+  row["ttft_p90_ms"] = number(r.ttft.p90);
+  row["ttft_p99_ms"] = number(r.ttft.p99);
+  row["queue_p99_ms"] = number(r.queue.p99);
+  row["e2e_p99_ms"] = number(r.e2e.p99);
+  row["requests_per_s"] = number(r.requests_per_s);
+  row["output_tokens_per_s"] = number(r.output_tokens_per_s);
+  row["preemptions"] = s.mode == "engine" ? nlohmann::ordered_json(r.preemptions) : nlohmann::ordered_json(nullptr);
+  row["imbalance"] = number(r.imbalance);
+  return row;
+}
+
+const std::vector<std::string>& point_figure_names() {
+  static const std::vector<std::string> names = [] {
+    const nlohmann::ordered_json row = point_figures(PointResult{}, Scenario{}, 0, 0);
+    std::vector<std::string> n;
+    for (auto it = row.begin(); it != row.end(); ++it) n.push_back(it.key());
+    return n;
+  }();
+  return names;
+}
+
+}  // namespace prefixsim::cli

@@ -1,0 +1,59 @@
+// One point of a grid: a Scenario run on a trace already parsed into memory,
+// reduced to the headline figures. `compare` runs one per (policy, size,
+// router, replicas) pair, `sweep` one per grid point, `plan` one per fleet it
+// tries; all three share this, so a point equals the replay with the same
+// settings (test_scenario_core_cli checks compare's pairs against replay).
+//
+// Engine mode runs the scenario's fleet (one replica is a lone engine) over
+// the parsed requests; cache mode replays the prepared hashes.
+#pragma once
+
+#include <cmath>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "policies/registry.h"
+#include "reports/latency.h"
+#include "sim/cli/scenario.h"
+#include "sim/cli/scenario_run.h"
+#include "sim/engine/cache_replay.h"
+#include "sim/engine/request.h"
+
+namespace prefixsim::cli {
+
+// The input every point of a run shares: the parsed requests (engine mode)
+// and the same trace prepared into block hashes (cache mode).
+struct PointInput {
+  const std::vector<Request>* requests = nullptr;
+  const PreparedTrace* prepared = nullptr;
+  std::string format;
+};
+
+struct PointResult {
+  CacheReplayResult cache;  // in engine mode: the same figures, counted at admission
+  // Engine mode only (NaN in cache mode), in ms.
+  LatencySummary ttft{NAN, NAN, NAN, NAN, NAN, NAN, 0};
+  LatencySummary queue{NAN, NAN, NAN, NAN, NAN, NAN, 0};
+  LatencySummary e2e{NAN, NAN, NAN, NAN, NAN, NAN, 0};
+  double requests_per_s = NAN, output_tokens_per_s = NAN;  // finished over first arrival .. last finish
+  uint64_t preemptions = 0, steps = 0;
+  double imbalance = NAN;   // a fleet's max / mean requests per replica
+  std::exception_ptr error;  // what the run threw, if it did (the caller rethrows)
+};
+
+// Runs `scenario` (its mode, fleet, router, scheduler and cost model) with
+// every replica's pool of `num_blocks` under `policy_spec`. Never throws:
+// an error is returned in `error`, so a pool of threads can run points.
+PointResult run_point(const PointInput& input, const Scenario& scenario, const ResolvedScenario& resolved,
+                      const std::string& policy_spec, const PolicyContext& ctx, int64_t num_blocks);
+
+// A point's headline figures, in point_figure_names()'s order (sweep.csv's
+// columns after the parameters; plan's runs): NaN as null, the engine's
+// figures null in cache mode.
+nlohmann::ordered_json point_figures(const PointResult& r, const Scenario& s, int64_t num_blocks,
+                                     int64_t capacity_tokens);
+const std::vector<std::string>& point_figure_names();
+
+}  // namespace prefixsim::cli

@@ -1,0 +1,80 @@
+// `prefixsim plan` end to end: on a load one replica cannot serve within the
+// SLO, the answer meets it, one replica fewer does not, and each run is the
+// replay of that fleet; routers compared at the answer; bad --slo is exit 2.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "test/support.h"
+
+using namespace prefixsim::test;
+using nlohmann::json;
+
+TEST_CASE("plan answers with the fewest replicas meeting the SLO, and its runs are replays", "[cli][plan]") {
+  const std::string dir = temp_dir("plan");
+  const std::string trace = dir + "/chat.jsonl";
+  REQUIRE(run_cli({"generate", "rag", "--requests", "400", "--rate", "200", "--seed", "4", "-o", trace}).rc == 0);
+  auto r = run_cli({"plan", trace, "--slo", "ttft_p99=300ms", "--tp", "1,2", "--max-replicas", "16",
+                    "--routers", "round-robin,least-loaded", "--out", dir + "/out"});
+  INFO(r.err << r.out);
+  REQUIRE(r.rc == 0);
+  const json plan = json::parse(read_file(dir + "/out/plan.json"));
+  CHECK(plan["schema"] == "prefixsim.plan/1");
+  const json& answer = plan["answer"];
+  REQUIRE(answer.is_object());
+  const int64_t n = answer["replicas"];
+  REQUIRE(n >= 2);  // the load is set so that one replica does not do
+  CHECK(answer["run"]["meets"] == true);
+  CHECK(answer["run"]["ttft_p99_ms"].get<double>() <= 300);
+  REQUIRE(answer["one_fewer"].is_object());
+  CHECK(answer["one_fewer"]["meets"] == false);
+  CHECK(answer["one_fewer"]["ttft_p99_ms"].get<double>() > 300);
+  CHECK(answer["margin"]["ttft_p99_ms"]["margin"].get<double>() >= 0);
+  // Cost without prices is GPUs; the cheapest shape wins.
+  CHECK(answer["cost_unit"] == "GPUs");
+  for (const json& s : plan["shapes"])
+    if (s.contains("cost")) CHECK(s["cost"].get<double>() >= answer["cost"].get<double>());
+  // Each run is the replay of that fleet.
+  const std::string tp = std::to_string(answer["tp"].get<int>());
+  for (int64_t k : {n, n - 1}) {
+    const std::string out = dir + "/r" + std::to_string(k);
+    auto rep = run_cli({"replay", trace, "--replicas", std::to_string(k), "--tp", tp, "--quiet",
+                        "--out", out});
+    INFO(rep.err);
+    REQUIRE(rep.rc == 0);
+    const json report = json::parse(read_file(out + "/report.json"));
+    const json& run = k == n ? answer["run"] : answer["one_fewer"];
+    CHECK(report["latency_ms"]["ttft"]["p99"] == run["ttft_p99_ms"]);
+    CHECK(report["prefix_cache"]["hit_rate"] == run["hit_rate"]);
+  }
+  REQUIRE(plan["routers_at_answer"].size() == 2);
+  CHECK(plan["routers_at_answer"][0]["ttft_p99_ms"] == answer["run"]["ttft_p99_ms"]);  // round-robin: the answer's
+  CHECK(r.out.find("one fewer (" + std::to_string(n - 1) + " replicas)") != std::string::npos);
+  CHECK(read_file(dir + "/out/plan.md").find("**Answer:**") != std::string::npos);
+  CHECK(read_file(dir + "/out/plan.html").find("chart-0") != std::string::npos);
+  // Same inputs, same bytes.
+  REQUIRE(run_cli({"plan", trace, "--slo", "ttft_p99=300ms", "--tp", "1,2", "--max-replicas", "16",
+                   "--routers", "round-robin,least-loaded", "--out", dir + "/again", "--quiet", "--threads", "1"})
+              .rc == 0);
+  CHECK(read_file(dir + "/again/plan.json") == read_file(dir + "/out/plan.json"));
+}
+
+TEST_CASE("plan refuses a bad --slo and says when nothing meets it", "[cli][plan]") {
+  const std::string dir = temp_dir("plan-bad");
+  const std::string trace = dir + "/chat.jsonl";
+  REQUIRE(run_cli({"generate", "chatbot", "--requests", "50", "-o", trace}).rc == 0);
+  for (const char* slo : {"ttft_p99=2", "hit_rate<=0.5", "nosuch=1s"}) {
+    auto r = run_cli({"plan", trace, "--slo", slo, "--out", dir + "/out"});
+    INFO(slo << ": " << r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("--slo") != std::string::npos);
+  }
+  CHECK(run_cli({"plan", trace, "--out", dir + "/out"}).rc == 2);  // --slo missing
+  // A hit rate above the trace's ideal: no fleet meets it (exit 1), the runs are still written.
+  auto none = run_cli({"plan", trace, "--slo", "hit_rate>=0.999", "--tp", "1", "--max-replicas", "2", "--out", dir + "/none"});
+  INFO(none.err);
+  CHECK(none.rc == 1);
+  const json plan = json::parse(read_file(dir + "/none/plan.json"));
+  CHECK(plan["answer"].is_null());
+  CHECK(plan["runs"].size() == 2);
+}
