@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "sim/base/error.h"
+#include "sim/base/interrupt.h"
 
 namespace prefixsim {
 
@@ -109,6 +110,7 @@ bool blank(std::string_view line) {
 bool JsonlSource::read_one(Request& out) {
   std::string_view line;
   while (lines_->next(line)) {
+    throw_if_interrupted();  // a safe point per line: nothing half-parsed
     if (blank(line)) continue;  // blank lines hold no data (e.g. a trailing one)
     const long ln = lines_->line_number();
     last_line_ = ln;
