@@ -7,9 +7,10 @@
 
 namespace prefixsim {
 
-// "trace_read": MB/s and requests/s reading the Mooncake conversation trace
-// (../shared/traces/mooncake/conversation_trace.jsonl); no metrics when the
-// file is absent.
+// "trace_read": MB of JSONL per CPU second reading the Mooncake conversation
+// trace (../shared/traces/mooncake/conversation_trace.jsonl, left out when
+// absent) and a generated trace of 19-digit hash ids, each plain, gzip and
+// zstd (the compressed forms as CPU cost over the plain one).
 std::vector<BenchCase> trace_bench_cases();
 
 }  // namespace prefixsim
