@@ -28,35 +28,6 @@ double process_cpu_seconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-// A Mooncake-format trace whose hash ids are 19-digit integers, as a trace
-// of raw 64-bit block hashes has (the Mooncake release renumbers its ids
-// from 0, which keeps its numbers short). Shaped like the conversation
-// trace: conversations of 1-6 turns, each turn's ids the previous turn's
-// plus 1-24 new ones, so about as many ids per line. Deterministic.
-std::string ids19_trace(int requests) {
-  std::string text;
-  uint64_t x = 0x9e3779b97f4a7c15ULL, next_id = 0;
-  auto rnd = [&x] { return x = mix64(x + 0x2545f4914f6cdd1dULL); };
-  auto id19 = [&next_id] { return 1'000'000'000'000'000'000ULL + mix64(++next_id) % 8'000'000'000'000'000'000ULL; };
-  std::vector<uint64_t> ids;
-  int turns_left = 0;
-  for (int i = 0; i < requests; ++i) {
-    if (turns_left == 0) {
-      ids.clear();
-      turns_left = 1 + static_cast<int>(rnd() % 6);
-    }
-    --turns_left;
-    const int fresh = 1 + static_cast<int>(rnd() % 24);
-    for (int k = 0; k < fresh; ++k) ids.push_back(id19());
-    const uint64_t input = ids.size() * 512 - rnd() % 512;
-    text += "{\"timestamp\": " + std::to_string(i * 37) + ", \"input_length\": " + std::to_string(input) +
-            ", \"output_length\": " + std::to_string(1 + rnd() % 800) + ", \"hash_ids\": [";
-    for (size_t k = 0; k < ids.size(); ++k) text += (k ? ", " : "") + std::to_string(ids[k]);
-    text += "]}\n";
-  }
-  return text;
-}
-
 std::string gzip_of(const std::string& s) {
   z_stream z{};
   if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw InternalError("deflateInit2");
@@ -183,6 +154,30 @@ std::vector<BenchMetric> bench_trace_read(const BenchOptions& o) {
 }
 
 }  // namespace
+
+std::string ids19_trace(int requests) {
+  std::string text;
+  uint64_t x = 0x9e3779b97f4a7c15ULL, next_id = 0;
+  auto rnd = [&x] { return x = mix64(x + 0x2545f4914f6cdd1dULL); };
+  auto id19 = [&next_id] { return 1'000'000'000'000'000'000ULL + mix64(++next_id) % 8'000'000'000'000'000'000ULL; };
+  std::vector<uint64_t> ids;
+  int turns_left = 0;
+  for (int i = 0; i < requests; ++i) {
+    if (turns_left == 0) {
+      ids.clear();
+      turns_left = 1 + static_cast<int>(rnd() % 6);
+    }
+    --turns_left;
+    const int fresh = 1 + static_cast<int>(rnd() % 24);
+    for (int k = 0; k < fresh; ++k) ids.push_back(id19());
+    const uint64_t input = ids.size() * 512 - rnd() % 512;
+    text += "{\"timestamp\": " + std::to_string(i * 37) + ", \"input_length\": " + std::to_string(input) +
+            ", \"output_length\": " + std::to_string(1 + rnd() % 800) + ", \"hash_ids\": [";
+    for (size_t k = 0; k < ids.size(); ++k) text += (k ? ", " : "") + std::to_string(ids[k]);
+    text += "]}\n";
+  }
+  return text;
+}
 
 std::vector<BenchCase> trace_bench_cases() {
   return {{"trace_read",
