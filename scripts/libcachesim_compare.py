@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import struct
 import subprocess
@@ -107,6 +108,7 @@ def timed(cmd):
         out = os.open(timed.out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(out, 1)
         os.dup2(out, 2)
+        os.chdir(timed.cwd)  # cachesim writes its result file into the working folder
         try:
             os.execv(cmd[0], cmd)
         finally:
@@ -131,9 +133,11 @@ def main():
     ap.add_argument("--policies", default="lru,s3fifo,belady")
     ap.add_argument("--runs", type=int, default=5)
     a = ap.parse_args()
+    a.trace, a.prefixsim, a.cachesim = (os.path.abspath(p) for p in (a.trace, a.prefixsim, a.cachesim))
 
     work = tempfile.mkdtemp(prefix="lcs-compare-")
     timed.out_path = os.path.join(work, "stdout.txt")
+    timed.cwd = work
     binary = os.path.join(work, "stream.oracleGeneral.bin")
     # The stream is built in a child: a child's peak RSS (wait4) counts the
     # pages of the process it was forked from, so this one stays small.
@@ -174,6 +178,7 @@ def main():
         print(f"{policy:8} {pm:16.3f} {cm:15.3f} {cm / pm:19.2f} {statistics.median(p_rss):14.1f} "
               f"{statistics.median(c_rss):13.1f} {rep['block_hit_rate']:14.4f} "
               f"{(f'{hit_c:.4f}' if hit_c is not None else '?'):>13}")
+    shutil.rmtree(work)
 
 
 if __name__ == "__main__":
