@@ -12,6 +12,7 @@
 
 #include "sim/base/error.h"
 #include "sim/base/input_limits.h"
+#include "sim/base/interrupt.h"
 
 namespace prefixsim {
 namespace {
@@ -51,7 +52,12 @@ class RawFile : public ByteStream {
         count_input(total_, static_cast<size_t>(got), path_);
         return static_cast<size_t>(got);
       }
-      if (errno == EINTR) continue;
+      // A graceful Ctrl-C (sim/base/interrupt.h) interrupts a read blocked
+      // on a pipe; only that stops the wait, any other signal retries.
+      if (errno == EINTR) {
+        throw_if_interrupted();
+        continue;
+      }
       // EISDIR lands here too: a directory is not a JSONL trace.
       throw InputError(path_, 1, std::string("cannot read trace: ") + std::strerror(errno));
     }

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "traces/jsonl_source.h"
+#include "traces/mooncake_scan.h"
 
 namespace prefixsim {
 namespace {
@@ -168,6 +169,18 @@ class MooncakeSource final : public JsonlSource {
 
  protected:
   const char* time_key() const override { return "timestamp"; }
+
+  bool parse_fast(std::string_view text, const JsonFields& f, long line, Request& out) override {
+    MooncakeLine m;
+    if (!scan_mooncake_line(text, kMaxTokens, m, out.hash_ids)) return false;
+    // As parse() computes it from an integer timestamp.
+    out.arrival = seconds_to_ns(f, static_cast<double>(m.timestamp_ms) / 1000.0, "timestamp");
+    out.prompt_len = m.input_length;
+    out.output_len = m.output_length;
+    out.trace_block_size = block_size_;
+    out.id = std::to_string(line);
+    return true;
+  }
 
   void parse(simdjson::dom::object obj, const JsonFields& f, long line, Request& out) override {
     enum { kTimestamp, kInput, kOutput, kIds };

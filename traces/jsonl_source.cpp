@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "sim/base/error.h"
+#include "sim/base/interrupt.h"
 
 namespace prefixsim {
 
@@ -109,16 +110,22 @@ bool blank(std::string_view line) {
 bool JsonlSource::read_one(Request& out) {
   std::string_view line;
   while (lines_->next(line)) {
+    throw_if_interrupted();  // a safe point per line: nothing half-parsed
     if (blank(line)) continue;  // blank lines hold no data (e.g. a trailing one)
     const long ln = lines_->line_number();
     last_line_ = ln;
+    JsonFields f(path_, ln);
+    out.clear();
+    if (parse_fast(line, f, ln, out)) {
+      if (const std::string why = out.validate(); !why.empty()) f.fail(why);
+      return true;
+    }
     element doc;
     if (const auto err = parser_.parse(line.data(), line.size(), false).get(doc)) {
       std::string msg = std::string("invalid JSON: ") + simdjson::error_message(err);
       if (lines_->last_line_unterminated()) msg += " (the last line is truncated?)";
       throw InputError(path_, ln, msg);
     }
-    JsonFields f(path_, ln);
     simdjson::dom::object obj;
     if (doc.get_object().get(obj)) f.fail("expected a JSON object (one request per line)");
     out.clear();

@@ -78,6 +78,11 @@ class JsonlSource : public RequestSource {
  protected:
   // Fills `out` (already cleared) from one parsed line.
   virtual void parse(simdjson::dom::object obj, const JsonFields& f, long line, Request& out) = 0;
+  // A format's fast path, tried on each line before simdjson: fills `out`
+  // (already cleared) and returns true, or returns false to leave the line
+  // to parse(), which must then give the same Request or an error
+  // (mooncake_scan.h).
+  virtual bool parse_fast(std::string_view, const JsonFields&, long, Request&) { return false; }
   // The key that holds the arrival time, for error messages.
   virtual const char* time_key() const = 0;
   const TraceOptions& opts() const { return opts_; }

@@ -43,7 +43,7 @@ void add_replay_options(po::options_description& o) {
       ("quiet", "print nothing on success");
 }
 
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
+extern "C" void on_sigint(int) { g_interrupt_requested.store(true); }
 
 }  // namespace
 
@@ -141,7 +141,7 @@ int cmd_replay(const Args& args) {
   report.kv_cache.bytes_per_block = static_cast<uint64_t>(kv_size.bytes_per_block);
   report.kv_cache.capacity_tokens = static_cast<uint64_t>(kv_size.capacity_tokens);
 
-  g_interrupted.store(false);
+  g_interrupt_requested.store(false);
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   sigaction(SIGINT, &sa, nullptr);
@@ -165,7 +165,7 @@ int cmd_replay(const Args& args) {
                              tiers.stack(0));
       }
       report.tiers = tiers.report();
-      if (g_interrupted.load()) throw Interrupted{};
+      throw_if_interrupted();
       collector.fill(report);
       report.trace.requests = r.requests + r.refused_requests;
       report.trace.prompt_tokens = static_cast<uint64_t>(r.prompt_tokens + r.refused_prompt_tokens);
@@ -238,7 +238,7 @@ int cmd_replay(const Args& args) {
     std::cerr << "prefixsim replay: interrupted: no report written\n";
     return 130;
   }
-  if (g_interrupted.load()) {
+  if (interrupt_requested()) {
     std::cerr << "prefixsim replay: interrupted: no report written\n";
     return 130;
   }

@@ -14,6 +14,7 @@
 #include "sim/base/bench.h"
 #include "sim/cli/commands.h"
 #include "sim/base/error.h"
+#include "sim/kv/block_ops.h"
 
 namespace prefixsim::cli {
 
@@ -53,10 +54,15 @@ void print_help() {
                "exit codes: 0 ok, 1 a check or regression failed, 2 bad input or usage, 3 internal error\n";
 }
 
-// For `prefixsim bench`, which runs replays as child processes (bench.h).
+// For `prefixsim bench`, which runs replays as child processes (bench.h):
+// the peak RSS in kB, then the block manager's operations by kind
+// (sim/kv/block_ops.h: looked up, allocated, cached, freed).
 void write_peak_rss() {
   const char* path = std::getenv(kPeakRssFileEnv);
-  if (path && *path) std::ofstream(path) << std::llround(peak_rss_mib() * 1024.0) << "\n";  // kB
+  if (!path || !*path) return;
+  const BlockOpCounts& ops = block_op_counts();
+  std::ofstream(path) << std::llround(peak_rss_mib() * 1024.0) << "\n"
+                      << ops.looked_up << " " << ops.allocated << " " << ops.cached << " " << ops.freed << "\n";
 }
 
 // Output lost on standard output (a full disk, a closed pipe) is an error,

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "sim/base/error.h"
+#include "traces/trace_bench.h"
 
 extern char** environ;
 
@@ -23,6 +24,8 @@ struct ChildRun {
   double wall_s = 0;
   double cpu_s = 0;  // user + system
   double peak_rss_mb = 0;  // the child's VmHWM
+  uint64_t looked_up = 0, allocated = 0, cached = 0, freed = 0;  // block operations (sim/kv/block_ops.h)
+  double block_ops() const { return static_cast<double>(looked_up + allocated + cached + freed); }
   nlohmann::json report;
 };
 
@@ -61,7 +64,8 @@ ChildRun run_replay(const std::string& trace, const std::string& mode, const std
             1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
   std::ifstream peak(peak_file);
   double peak_kb = 0;
-  if (!(peak >> peak_kb)) throw InternalError("bench: prefixsim replay did not report its peak RSS");
+  if (!(peak >> peak_kb >> r.looked_up >> r.allocated >> r.cached >> r.freed))
+    throw InternalError("bench: prefixsim replay did not report its peak RSS and block operations");
   std::filesystem::remove(peak_file);
   r.peak_rss_mb = peak_kb / 1024.0;
   std::ifstream in(dir / "report.json");
@@ -81,11 +85,27 @@ std::vector<BenchMetric> bench_replay_mooncake(const BenchOptions& o) {
   // Block accesses of cache mode: every block of every prompt and output.
   const double blocks =
       (t.at("prompt_tokens").get<double>() + t.at("output_tokens").get<double>()) / 16.0;
-  return {{"engine_requests_per_cpu_s", requests / e.cpu_s, "req/s"},
+  const double per_request = 1.0 / requests;
+  // Cache mode on a trace of 19-digit hash ids (generated, 12,000 requests).
+  const std::string ids19 = (std::filesystem::temp_directory_path() /
+                             ("prefixsim-bench-ids19-" + std::to_string(::getpid()) + ".jsonl")).string();
+  std::ofstream(ids19) << ids19_trace(12'000);
+  const ChildRun c19 = run_replay(ids19, "cache");
+  std::filesystem::remove(ids19);
+  const auto& t19 = c19.report.at("trace");
+  const double blocks19 = (t19.at("prompt_tokens").get<double>() + t19.at("output_tokens").get<double>()) / 16.0;
+  return {{"engine_block_ops_per_cpu_s", e.block_ops() / e.cpu_s,
+           "ops/CPU-s; one op = one prompt or output block looked up, allocated (new or hit), cached or freed"},
+          {"engine_looked_up_per_req", static_cast<double>(e.looked_up) * per_request, "blocks"},
+          {"engine_allocated_per_req", static_cast<double>(e.allocated) * per_request, "blocks"},
+          {"engine_cached_per_req", static_cast<double>(e.cached) * per_request, "blocks"},
+          {"engine_freed_per_req", static_cast<double>(e.freed) * per_request, "blocks"},
+          {"engine_requests_per_cpu_s", requests / e.cpu_s, "req/s"},
           {"engine_sim_over_wall", sim_s / e.wall_s, "x"},
           {"engine_peak_rss_mb", e.peak_rss_mb, "MiB"},
           {"cache_blocks_per_cpu_s", blocks / c.cpu_s, "blocks/s"},
-          {"cache_peak_rss_mb", c.peak_rss_mb, "MiB"}};
+          {"cache_peak_rss_mb", c.peak_rss_mb, "MiB"},
+          {"cache_ids19_blocks_per_cpu_s", blocks19 / c19.cpu_s, "blocks/s"}};
 }
 
 // What a fleet costs: the same trace on 16 replicas behind kv-aware (every

@@ -8,7 +8,6 @@
 
 namespace prefixsim::cli {
 
-std::atomic<bool> g_interrupted{false};
 
 namespace {
 constexpr double kNsPerS = 1e9;
@@ -119,7 +118,7 @@ void ReplayCollector::on_request_finished(const RequestRecord& r) {
 }
 
 void ReplayCollector::on_step(const StepRecord& s) {
-  if (g_interrupted.load(std::memory_order_relaxed)) throw Interrupted{};
+  throw_if_interrupted();
   if (steps_ && (s.index - 1) % steps_every_ == 0) steps_->add(s.index, s.plan->batch);
   if (s.replica < check_pools_.size()) {
     const std::string broken = check_pools_[s.replica]->check_invariants();
@@ -272,7 +271,7 @@ void ReplayCollector::fill_fleet(RunReport& report, const std::vector<EngineResu
 }
 
 bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {
-  if (!rep.counting()) return !g_interrupted.load(std::memory_order_relaxed);  // a warm-up request: not in the series
+  if (!rep.counting()) return !interrupt_requested();  // a warm-up request: not in the series
   const CacheReplayResult& t = rep.totals();
   const uint64_t index = last_.requests + last_.refused_requests;  // of this request, from 0
   size_t i = static_cast<size_t>(index / interval_);
@@ -310,7 +309,7 @@ bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {
                   static_cast<unsigned long long>(index + 1), 100.0 * hit);
     progress_.draw(buf);
   }
-  return !g_interrupted.load(std::memory_order_relaxed);
+  return !interrupt_requested();
 }
 
 void CacheSeriesCollector::fill(RunReport& report) const {

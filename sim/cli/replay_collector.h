@@ -11,16 +11,14 @@
 #include "reports/run_report.h"
 #include "sim/engine/cache_replay.h"
 #include "sim/engine/engine.h"
+#include "sim/base/interrupt.h"
 #include "sim/base/progress_line.h"
 #include "sim/cost/steps_file.h"
 
 namespace prefixsim::cli {
 
-// Set by the SIGINT handler; the collector stops the run at the next step.
-extern std::atomic<bool> g_interrupted;
-
-// Thrown out of the engine when the user interrupts a run.
-struct Interrupted {};
+// Ctrl-C: the collector stops the run at the next step or request by
+// throwing Interrupted (sim/base/interrupt.h).
 
 class ReplayCollector final : public EngineObserver {
  public:

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/base/error.h"
+#include "sim/kv/block_ops.h"
 
 namespace prefixsim {
 
@@ -55,7 +56,13 @@ BlockPool::BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<Ev
   policy_->reset(*this, num_blocks);
 }
 
+BlockOpCounts& block_op_counts() {
+  static thread_local BlockOpCounts counts;
+  return counts;
+}
+
 void BlockPool::touch(std::span<const BlockId> blocks) {
+  block_op_counts().allocated += blocks.size();
   for (BlockId b : blocks) {
     const bool was_free = ref_[b] == 0;
     if (was_free) --num_free_;
@@ -68,6 +75,7 @@ void BlockPool::touch(std::span<const BlockId> blocks) {
 
 void BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
   const bool tell = policy_->observes_contents();
+  block_op_counts().allocated += static_cast<uint64_t>(std::max(n, 0));
   for (int32_t i = 0; i < n; ++i) {
     const BlockId b = policy_->pop_free();
     if (b <= 0 || ref_[b] != 0) throw InternalError("eviction policy handed out a block that is not free");
@@ -101,6 +109,7 @@ void BlockPool::index_block(BlockId b, const BlockHash& hash, uint32_t key) {
 }
 
 void BlockPool::cache(BlockId b, const CachedBlockInfo& info) {
+  ++block_op_counts().cached;
   index_block(b, info.hash, info.key);
   policy_->on_cached(b, info);
 }
@@ -112,6 +121,7 @@ void BlockPool::cache_chain(std::span<const BlockId> blocks, std::span<const Blo
   constexpr size_t kAhead = 8;
   for (size_t i = from; i < std::min(to, from + kAhead); ++i) index_.prefetch(chain[i]);
   const bool describe = policy_->observes_contents();
+  if (!describe && to > from) block_op_counts().cached += to - from;  // cache() counts the others
   for (size_t i = from; i < to; ++i) {
     if (i + kAhead < to) index_.prefetch(chain[i + kAhead]);
     const BlockId b = blocks[i];

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "sim/base/error.h"
+#include "sim/kv/block_ops.h"
 
 namespace prefixsim {
 
@@ -26,6 +27,8 @@ LookupResult KvCacheManager::lookup(const BlockHashChain& chain, int64_t num_tok
     if (b == kNoBlock) break;
     hit_scratch_.push_back(b);
   }
+  // Probed: the hits, and the miss that ended the walk if one did.
+  block_op_counts().looked_up += std::min(hit_scratch_.size() + 1, max_blocks);
   const int64_t hit_tokens = static_cast<int64_t>(hit_scratch_.size()) * block_size_;
   for (PrefixCacheStats* s : {&stats_, &since_take_}) {
     if (preempted) {
@@ -65,6 +68,7 @@ bool KvCacheManager::allocate_blocks(KvSeq& seq, const BlockHashChain& chain, in
 }
 
 void KvCacheManager::free(KvSeq& seq) {
+  block_op_counts().freed += seq.blocks.size();
   for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) pool_.release(*it);
   seq.blocks.clear();
   seq.num_cached = 0;

@@ -97,6 +97,14 @@ TEST_CASE("with PREFIXSIM_PEAK_RSS_FILE set, a command writes its own peak RSS t
   REQUIRE(in >> kb);
   CHECK(kb > 1000);       // a process image of some MB...
   CHECK(kb < 1'000'000);  // ...but not 1 GB for a 3-request trace
+  // Then the block operations (sim/kv/block_ops.h): every block a request
+  // took is released by the end of the run, and each kind happened.
+  uint64_t looked_up = 0, allocated = 0, cached = 0, freed = 0;
+  REQUIRE(in >> looked_up >> allocated >> cached >> freed);
+  CHECK(looked_up > 0);
+  CHECK(cached > 0);
+  CHECK(allocated > 0);
+  CHECK(allocated == freed);
 }
 
 TEST_CASE("two replays with the same inputs give byte-identical reports", "[cli][replay][determinism]") {
