@@ -115,16 +115,18 @@ json chart_series(const RunReport& r, size_t max_rows = 1500) {
   const size_t n = r.series.size();
   const size_t k = n > max_rows ? (n + max_rows - 1) / max_rows : 1;
   json start = json::array(), hit = json::array(), kv = json::array(), waiting = json::array(),
-       running = json::array();
+       running = json::array(), tier_hit = json::array();
+  const bool tiers = !r.tiers.empty();
   const size_t fleet = n ? r.series.front().replicas.size() : 0;
   std::vector<json> replica_kv(fleet, json::array());
   for (size_t i = 0; i < n; i += k) {
     const size_t end = std::min(n, i + k);
-    uint64_t q = 0, h = 0;
+    uint64_t q = 0, h = 0, th = 0;
     double kvs = 0, w = 0, ru = 0;
     for (size_t j = i; j < end; ++j) {
       q += r.series[j].queried_tokens;
       h += r.series[j].hit_tokens;
+      th += r.series[j].tier_hit_tokens;
       kvs += r.series[j].kv_usage;
       w += static_cast<double>(r.series[j].waiting);
       ru += static_cast<double>(r.series[j].running);
@@ -132,6 +134,7 @@ json chart_series(const RunReport& r, size_t max_rows = 1500) {
     const double m = static_cast<double>(end - i);
     start.push_back(r.series[i].start);
     hit.push_back(q ? json(100.0 * static_cast<double>(h) / static_cast<double>(q)) : json(nullptr));
+    if (tiers) tier_hit.push_back(q ? json(100.0 * static_cast<double>(h + th) / static_cast<double>(q)) : json(nullptr));
     kv.push_back(100.0 * kvs / m);
     waiting.push_back(w / m);
     running.push_back(ru / m);
@@ -143,6 +146,7 @@ json chart_series(const RunReport& r, size_t max_rows = 1500) {
   }
   json out{{"start", start}, {"hit_rate_pct", hit}, {"kv_usage_pct", kv}, {"waiting", waiting}, {"running", running}};
   if (fleet) out["replica_kv_pct"] = replica_kv;
+  if (tiers) out["hit_with_tiers_pct"] = tier_hit;
   return out;
 }
 
@@ -209,6 +213,19 @@ if (D.replicas && D.replicas.length) {
     return {label: names[i], data: xy(S.start, ys), borderColor: COLORS[i % COLORS.length],
             backgroundColor: COLORS[i % COLORS.length], borderWidth: 1};
   }), 'KV cache usage (%)', {min: 0, max: 100});
+}
+)JS";
+
+// KV tiers' chart, added only when the run has tiers: the hit rate split
+// into the GPU's and what the tiers added, over time.
+constexpr const char* kTierCharts = R"JS(
+if (S.hit_with_tiers_pct) {
+  lineChart('chart-tiers', [
+    {label: 'GPU prefix cache (%)', data: xy(S.start, S.hit_rate_pct), borderColor: COLORS[0],
+     backgroundColor: COLORS[0], fill: 'origin'},
+    {label: 'GPU + KV tiers below it (%)', data: xy(S.start, S.hit_with_tiers_pct), borderColor: COLORS[2],
+     backgroundColor: COLORS[2], fill: '-1'}
+  ], 'hit rate (%)', {min: 0, max: 100});
 }
 )JS";
 
@@ -303,6 +320,10 @@ std::string render_report_html(const RunReport& r) {
     out += "<table><tr><th>latency (ms)</th><th>mean</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>max</th></tr>\n";
     latency_tr(out, "TTFT", t.latency_ms.ttft);
     latency_tr(out, "queue", t.latency_ms.queue);
+    if (t.latency_ms.has_load) {
+      latency_tr(out, "load from tiers", t.latency_ms.load);
+      latency_tr(out, "prefill", t.latency_ms.prefill);
+    }
     latency_tr(out, "end to end", t.latency_ms.e2e);
     latency_tr(out, "TPOT", t.latency_ms.tpot);
     out += "</table>\n<h2>Queue length over time</h2>\n<div class=\"chart\"><canvas id=\"chart-queue\"></canvas></div>\n";
@@ -328,6 +349,21 @@ std::string render_report_html(const RunReport& r) {
     out += "<p class=\"note\">Cache mode: requests were replayed one at a time without simulated time, "
            "so there is no latency, queue or throughput to show; the x axis counts requests.</p>\n";
   }
+  if (!r.tiers.empty()) {
+    out += "<h2>Hit rate by tier over time</h2>\n<p class=\"sub\">GPU + tiers: " +
+           num("%.2f", 100.0 * r.prefix_cache.hit_rate_with_tiers) + " % (GPU alone " +
+           num("%.2f", 100.0 * r.prefix_cache.hit_rate) + " %)</p>\n<div class=\"chart\"><canvas id=\"chart-tiers\">"
+           "</canvas></div>\n<table><tr><th>tier</th><th>instances</th><th>store</th><th>policy</th><th>capacity "
+           "(blocks each)</th><th>hit tokens</th><th>stored</th><th>evicted</th><th>GB read</th><th>GB written</th></tr>\n";
+    for (const TierReport& t : r.tiers)
+      out += "<tr><td>" + html_escape(t.name) + (t.shared ? " (shared)" : "") + "</td><td>" +
+             std::to_string(t.instances) + "</td><td>" + t.store + "</td><td>" + html_escape(t.policy) + "</td><td>" +
+             (t.capacity_blocks < 0 ? std::string("unbounded") : std::to_string(t.capacity_blocks)) + "</td><td>" +
+             std::to_string(t.hit_tokens) + "</td><td>" + std::to_string(t.stored_blocks) + "</td><td>" +
+             std::to_string(t.evicted_blocks) + "</td><td>" + num("%.1f", static_cast<double>(t.bytes_read) / 1e9) +
+             "</td><td>" + num("%.1f", static_cast<double>(t.bytes_written) / 1e9) + "</td></tr>\n";
+    out += "</table>\n";
+  }
   out += "<h2>Prefix cache</h2>\n<table>\n";
   const PrefixCacheReport& p = r.prefix_cache;
   const PrefixCacheLookups& l = p.lookups;
@@ -344,7 +380,10 @@ std::string render_report_html(const RunReport& r) {
   tr("KV capacity (tokens)", std::to_string(r.kv_cache.capacity_tokens));
   out += "</table>\n<h2>Scenario (resolved configuration)</h2>\n<pre id=\"scenario\">" +
          html_escape(r.scenario.dump(2)) + "</pre>\n";
-  out += page_tail(data, r.replicas.empty() ? std::string(kRunCharts) : std::string(kRunCharts) + kFleetCharts);
+  std::string charts = kRunCharts;
+  if (!r.replicas.empty()) charts += kFleetCharts;
+  if (!r.tiers.empty()) charts += kTierCharts;
+  out += page_tail(data, charts);
   return out;
 }
 

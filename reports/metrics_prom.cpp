@@ -96,6 +96,35 @@ std::string model_name(const nlohmann::json& scenario) {
   return "prefixsim";
 }
 
+// KV tiers below the GPU: vLLM's external prefix cache counters (what its
+// KV connector found), then one series per tier (label tier).
+void append_tier_metrics(const RunReport& r, PromWriter& w) {
+  if (r.tiers.empty()) return;
+  const PrefixCacheReport& p = r.prefix_cache;
+  // Engine mode counts every lookup as vLLM does; cache mode one per request.
+  const bool timed = r.timed.has_value();
+  w.counter("vllm:external_prefix_cache_queries",
+            "External prefix cache queries (KV tiers below the GPU), in terms of number of queried tokens.",
+            static_cast<double>(timed ? p.tier_lookups.queries : p.queried_tokens));
+  w.counter("vllm:external_prefix_cache_hits",
+            "External prefix cache hits (KV tiers below the GPU), in terms of number of loaded tokens.",
+            static_cast<double>(timed ? p.tier_lookups.hits : p.tier_hit_tokens));
+  auto per_tier = [&](const std::string& name, const char* type, const std::string& help, auto get) {
+    w.header(name, type, help);
+    for (const TierReport& t : r.tiers) w.sample(name, static_cast<double>(get(t)), ",tier=\"" + label_value(t.name) + "\"");
+  };
+  per_tier("prefixsim:kv_tier_hit_tokens_total", "counter", "Prompt tokens found in the tier and loaded.",
+           [](const TierReport& t) { return t.hit_tokens; });
+  per_tier("prefixsim:kv_tier_stored_blocks_total", "counter", "Blocks written to the tier.",
+           [](const TierReport& t) { return t.stored_blocks; });
+  per_tier("prefixsim:kv_tier_evicted_blocks_total", "counter", "Blocks the tier evicted.",
+           [](const TierReport& t) { return t.evicted_blocks; });
+  per_tier("prefixsim:kv_tier_read_bytes_total", "counter", "Bytes loaded from the tier.",
+           [](const TierReport& t) { return t.bytes_read; });
+  per_tier("prefixsim:kv_tier_written_bytes_total", "counter", "Bytes written to the tier.",
+           [](const TierReport& t) { return t.bytes_written; });
+}
+
 // A fleet's metrics.prom: per-replica series of what each replica measured,
 // and the fleet's latency histograms (collected over all its requests).
 std::string render_fleet_metrics_prom(const RunReport& r, PromWriter& w) {
@@ -143,6 +172,7 @@ std::string render_fleet_metrics_prom(const RunReport& r, PromWriter& w) {
               "Histogram of time spent in WAITING phase for request (the whole fleet).", t.queue_s);
   w.histogram("vllm:time_per_output_token_seconds",
               "Histogram of time per output token in seconds (the whole fleet).", t.tpot_s);
+  append_tier_metrics(r, w);
   return w.out;
 }
 
@@ -159,7 +189,10 @@ std::string render_metrics_prom(const RunReport& r) {
   w.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
             static_cast<double>(l.hits));
   w.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(r.trace.prompt_tokens));
-  if (!r.timed) return w.out;  // cache mode: no time, so nothing else was measured
+  if (!r.timed) {  // cache mode: no time, so nothing else was measured
+    append_tier_metrics(r, w);
+    return w.out;
+  }
 
   const TimedResults& t = *r.timed;
   w.counter("vllm:generation_tokens", "Number of generation tokens processed.",
@@ -185,6 +218,7 @@ std::string render_metrics_prom(const RunReport& r) {
   w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", t.e2e_s);
   w.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", t.queue_s);
   w.histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", t.tpot_s);
+  append_tier_metrics(r, w);
   return w.out;
 }
 

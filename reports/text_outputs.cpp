@@ -71,6 +71,9 @@ std::string render_series_csv(const RunReport& r) {
   out +=
       ",hit_rate,queried_tokens,hit_tokens,kv_usage,waiting,running,preemptions,finished,"
       "prompt_tokens_per_s,output_tokens_per_s";
+  // KV tiers: what they added, after the GPU's columns.
+  const bool tiers = !r.tiers.empty();
+  if (tiers) out += ",tier_hit_rate,tier_hit_tokens";
   // A fleet: each replica's state and hit rate, in columns after the fleet's.
   const size_t fleet = r.series.empty() ? 0 : r.series.front().replicas.size();
   for (size_t i = 0; i < fleet; ++i) {
@@ -96,6 +99,13 @@ std::string render_series_csv(const RunReport& r) {
     csv_double(out, s.prompt_tokens_per_s);
     out += ',';
     csv_double(out, s.output_tokens_per_s);
+    if (tiers) {
+      out += ',';
+      csv_double(out, s.queried_tokens ? static_cast<double>(s.tier_hit_tokens) / static_cast<double>(s.queried_tokens)
+                                       : kNotAvailable);
+      out += ',';
+      append_int(out, static_cast<int64_t>(s.tier_hit_tokens));
+    }
     for (const ReplicaSample& x : s.replicas) {
       out += ',';
       csv_double(out, x.queried_tokens ? static_cast<double>(x.hit_tokens) / static_cast<double>(x.queried_tokens)
@@ -140,6 +150,20 @@ std::string render_summary_md(const RunReport& r) {
          std::to_string(l.queries) + " / " + std::to_string(l.hits) + " |\n";
   out += "| lookups after preemption (requests / queries / hits) | " + std::to_string(l.preempted_requests) +
          " / " + std::to_string(l.preempted_queries) + " / " + std::to_string(l.preempted_hits) + " |\n";
+  if (!r.tiers.empty()) {
+    out += "\n## KV tiers below the GPU\n\nGPU + tiers hit rate: " + pct(p.hit_rate_with_tiers) + " (" +
+           std::to_string(p.tier_hit_tokens) + " prompt tokens loaded from the tiers).\n\n"
+           "| tier | instances | store | policy | capacity (blocks each) | hit rate | stored | evicted | read | written "
+           "|\n| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const TierReport& t : r.tiers)
+      out += "| " + t.name + (t.shared ? " (shared)" : "") + " | " + std::to_string(t.instances) + " | " + t.store +
+             " | " + t.policy + " | " + (t.capacity_blocks < 0 ? std::string("unbounded") : std::to_string(t.capacity_blocks)) +
+             " | " + pct(p.queried_tokens ? static_cast<double>(t.hit_tokens) / static_cast<double>(p.queried_tokens)
+                                          : kNotAvailable) +
+             " | " + std::to_string(t.stored_blocks) + " | " + std::to_string(t.evicted_blocks) + " | " +
+             fmt("%.1f GB", static_cast<double>(t.bytes_read) / 1e9) + " | " +
+             fmt("%.1f GB", static_cast<double>(t.bytes_written) / 1e9) + " |\n";
+  }
   for (const std::string& n : r.run.notes) out += "\nNote: " + n + ".\n";
   if (!r.timed) {
     out += "\nCache mode: requests replayed one at a time without simulated time, so there is no\n"
@@ -163,6 +187,10 @@ std::string render_summary_md(const RunReport& r) {
   out += "\n## Latency\n\n| metric | mean | p50 | p90 | p95 | p99 | max |\n| --- | --- | --- | --- | --- | --- | --- |\n";
   latency_row(out, "TTFT", t.latency_ms.ttft);
   latency_row(out, "queue", t.latency_ms.queue);
+  if (t.latency_ms.has_load) {  // TTFT = queue + load + prefill, per request
+    latency_row(out, "load from tiers", t.latency_ms.load);
+    latency_row(out, "prefill", t.latency_ms.prefill);
+  }
   latency_row(out, "end to end", t.latency_ms.e2e);
   latency_row(out, "TPOT", t.latency_ms.tpot);
   out += "\n## Throughput and engine\n\n| metric | value |\n| --- | --- |\n";
@@ -202,6 +230,7 @@ std::string render_terminal_summary(const RunReport& r) {
            fmt("%.2f", r.imbalance.requests) + "\n";
   out += "  prefix-cache hit rate " + pct(r.prefix_cache.hit_rate) + " (block " + pct(r.prefix_cache.block_hit_rate) +
          "), " + std::to_string(r.prefix_cache.evictions) + " evictions\n";
+  if (!r.tiers.empty()) out += "  with KV tiers below the GPU: hit rate " + pct(r.prefix_cache.hit_rate_with_tiers) + "\n";
   if (r.timed) {
     const TimedResults& t = *r.timed;
     out += "  TTFT p50 " + duration_text(t.latency_ms.ttft.p50) + ", p99 " + duration_text(t.latency_ms.ttft.p99) +

@@ -62,6 +62,8 @@ std::vector<TierSpec> parse_tiers(const Scenario& s) {
     const std::string_view one = rest.substr(0, semi);
     if (one.empty()) throw InputError("--kv-tier: an empty tier spec (specs are separated by ';')");
     out.push_back(parse_one(one));
+    if (semi != std::string_view::npos && semi + 1 == rest.size())
+      throw InputError("--kv-tier: an empty tier spec after the last ';'");
     rest = semi == std::string_view::npos ? std::string_view{} : rest.substr(semi + 1);
   }
   for (size_t i = 0; i < out.size(); ++i) {

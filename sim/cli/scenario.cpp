@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -351,6 +352,8 @@ nlohmann::json to_json(const Scenario& s) {
   }
   // A trace brings its own requests: the workload setting is not in play.
   if (!s.trace.empty()) j["workload"] = nullptr;
+  // JSON has no infinity: an unbounded CPU tier is echoed as the flag takes it.
+  if (s.kv_offloading_size && std::isinf(*s.kv_offloading_size)) j["kv_offloading_size"] = "inf";
   return j;
 }
 
