@@ -58,10 +58,33 @@ BlockId KvTier::find(const BlockHash& h, uint32_t key) const {
   return keyed_ ? pool_->find_key(key) : pool_->find(h);
 }
 
+const KvTier::Slot* KvTier::find_slot(const BlockHash& h) const {
+  if (slots_.empty()) return nullptr;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = BlockHashHasher{}(h) & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.ready < 0) return nullptr;
+    if (s.hash == h) return &s;
+  }
+}
+
+void KvTier::insert_slot(const BlockHash& h, TimeNs ready) {
+  if ((static_cast<size_t>(cached_) + 1) * 4 > slots_.size() * 3) {  // grow: rehash every slot
+    std::vector<Slot> old(std::max<size_t>(slots_.size() * 2, 1024));
+    old.swap(slots_);
+    for (const Slot& s : old)
+      if (s.ready >= 0) insert_slot(s.hash, s.ready);
+  }
+  const size_t mask = slots_.size() - 1;
+  size_t i = BlockHashHasher{}(h) & mask;
+  while (slots_[i].ready >= 0) i = (i + 1) & mask;
+  slots_[i] = {h, ready};
+}
+
 bool KvTier::contains(const BlockHash& h, uint32_t key) const {
   if (pool_) return find(h, key) != kNoBlock;
   if (keyed_) return ready_[key] >= 0;
-  return unbounded_.count(h) > 0;
+  return find_slot(h) != nullptr;
 }
 
 bool KvTier::holds(const BlockHash& h, uint32_t key, TimeNs now) const {
@@ -70,8 +93,8 @@ bool KvTier::holds(const BlockHash& h, uint32_t key, TimeNs now) const {
     return b != kNoBlock && ready_[static_cast<size_t>(b)] <= now;
   }
   if (keyed_) return ready_[key] >= 0 && ready_[key] <= now;
-  const auto it = unbounded_.find(h);
-  return it != unbounded_.end() && it->second <= now;
+  const Slot* slot = find_slot(h);
+  return slot != nullptr && slot->ready <= now;
 }
 
 void KvTier::touch(const BlockHash& h, uint32_t key) {
@@ -88,7 +111,7 @@ bool KvTier::store(const BlockHash& h, uint32_t key, TimeNs ready_at) {
     if (keyed_)
       ready_[key] = ready_at;
     else
-      unbounded_.emplace(h, ready_at);
+      insert_slot(h, ready_at);
     ++cached_;
   } else {
     // Tier blocks are never held, so one is always free to reuse.

@@ -38,7 +38,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/base/types.h"
@@ -109,7 +108,15 @@ class KvTier {
   bool keyed_;
   std::unique_ptr<BlockPool> pool_;       // bounded tiers
   std::vector<TimeNs> ready_;             // bounded: by block id; unbounded keyed: by key (-1: absent)
-  std::unordered_map<BlockHash, TimeNs, BlockHashHasher> unbounded_;  // unbounded, by hash
+  // Unbounded, by hash: open addressing (linear probing, grown at 3/4 load;
+  // never erased, as nothing is evicted). ready < 0 marks an empty slot.
+  struct Slot {
+    BlockHash hash;
+    TimeNs ready = -1;
+  };
+  std::vector<Slot> slots_;
+  const Slot* find_slot(const BlockHash& h) const;
+  void insert_slot(const BlockHash& h, TimeNs ready);
   int64_t cached_ = 0;
   std::unique_ptr<Forward> forward_;
   KvTier* below_ = nullptr;
