@@ -154,6 +154,33 @@ class Collect final : public EngineObserver {
   std::vector<std::pair<std::string, RequestRecord>> done;
 };
 
+// One replica with one CPU tier (read/write rates in bytes/s) under it.
+struct TierRig {
+  BlockPool pool;
+  KvCacheManager kv;
+  KvTier cpu;
+  KvTierStack stack;
+  LinearExecutor exec;
+  Collect obs;
+  Engine engine;
+  TierRig(int32_t num_blocks, double read, double write, TimeNs latency)
+      : pool(num_blocks, true, make_policy("lru")),
+        kv(16, pool),
+        cpu(rates(read, write, latency), make_policy("lru")),
+        stack({&cpu}),
+        engine(SchedulerConfig{}, kv, exec) {
+    engine.set_observer(&obs);
+    engine.set_tiers(&stack);
+  }
+  static KvTierConfig rates(double read, double write, TimeNs latency) {
+    KvTierConfig c = tier("cpu", 100);
+    c.read_bytes_per_s = read;
+    c.write_bytes_per_s = write;
+    c.latency = latency;
+    return c;
+  }
+};
+
 Request make(const std::string& id, TimeNs t, int32_t first, int n) {
   Request r;
   r.id = id;
@@ -168,28 +195,16 @@ Request make(const std::string& id, TimeNs t, int32_t first, int n) {
 
 TEST_CASE("engine: a prefix evicted from the GPU is loaded from the CPU tier, and TTFT = queue + load + prefill",
           "[tier][engine]") {
-  BlockPool pool(6, true, make_policy("lru"));  // 5 usable blocks of 16 tokens
-  KvCacheManager kv(16, pool);
-  KvTierConfig cfg = tier("cpu", 100);
-  cfg.read_bytes_per_s = 1e6;  // 1 ms per block
-  cfg.write_bytes_per_s = 1e9;
-  cfg.latency = 500'000;
-  KvTier cpu(cfg, make_policy("lru"));
-  KvTierStack stack({&cpu});
-  LinearExecutor exec;
-  Collect obs;
-  Engine e(SchedulerConfig{}, kv, exec);
-  e.set_observer(&obs);
-  e.set_tiers(&stack);
+  TierRig rig(6, 1e6, 1e9, 500'000);  // 5 usable blocks of 16 tokens; 1 ms per block read, + 0.5 ms
   std::vector<Request> reqs;
   reqs.push_back(make("a", 0, 1, 48));                 // 3 blocks, written through to the CPU
   reqs.push_back(make("c", 100'000'000, 1000, 80));    // 5 blocks: evicts a's from the GPU
   Request b = make("b", 200'000'000, 1, 64);           // a's 48 tokens, then 16 more
   reqs.push_back(b);
   VectorSource src(std::move(reqs));
-  const EngineResult res = e.run(src);
+  const EngineResult res = rig.engine.run(src);
   REQUIRE(res.finished == 3);
-  const RequestRecord& rb = obs.of("b");
+  const RequestRecord& rb = rig.obs.of("b");
   CHECK(rb.hit_tokens == 0);
   CHECK(rb.tier_hit_tokens == 48);
   // The load: 3 blocks at 1 ms + 0.5 ms, from its arrival (the engine was idle).
@@ -200,39 +215,28 @@ TEST_CASE("engine: a prefix evicted from the GPU is loaded from the CPU tier, an
   CHECK(rb.ttft() == rb.queueing() + rb.loading() + rb.prefill());
   CHECK(res.admitted_tier_hit_tokens == 48);
   CHECK(res.tier_cache.hits == 48);
-  CHECK(cpu.stats().hit_blocks == 3);
-  CHECK(cpu.stats().bytes_read == 3 * kBytes);
-  CHECK(pool.num_free() == 5);  // everything released
-  CHECK(pool.check_invariants().empty());
+  CHECK(rig.cpu.stats().hit_blocks == 3);
+  CHECK(rig.cpu.stats().bytes_read == 3 * kBytes);
+  CHECK(rig.pool.num_free() == 5);  // everything released
+  CHECK(rig.pool.check_invariants().empty());
 }
 
 TEST_CASE("engine: a request loading from a tier does not block the queue behind it", "[tier][engine]") {
-  BlockPool pool(12, true, make_policy("lru"));
-  KvCacheManager kv(16, pool);
-  KvTierConfig cfg = tier("cpu", 100);
-  cfg.read_bytes_per_s = 1e4;  // 100 ms per block: a slow link
-  cfg.write_bytes_per_s = 1e12;
-  KvTier cpu(cfg, make_policy("lru"));
+  TierRig rig(12, 1e4, 1e12, 0);  // 100 ms per block read: a slow link
   // The CPU tier holds the first block of "x" already.
   BlockHashChain chain(16, nullptr);
   std::vector<int32_t> x(16);
   for (int i = 0; i < 16; ++i) x[i] = 500 + i;
   chain.append_tokens(x);
-  cpu.store(chain.hashes()[0], kNoKey, 0);
-  KvTierStack stack({&cpu});
-  LinearExecutor exec;
-  Collect obs;
-  Engine e(SchedulerConfig{}, kv, exec);
-  e.set_observer(&obs);
-  e.set_tiers(&stack);
+  rig.cpu.store(chain.hashes()[0], kNoKey, 0);
   std::vector<Request> reqs;
   reqs.push_back(make("x", 0, 500, 32));  // loads 1 block for 100 ms
   reqs.push_back(make("y", 0, 900, 32));  // behind it in the queue, admitted at once
   VectorSource src(std::move(reqs));
-  REQUIRE(e.run(src).finished == 2);
-  CHECK(obs.of("y").first_scheduled == 0);
-  CHECK(obs.of("x").loading() >= 100'000'000);
-  CHECK(obs.of("x").tier_hit_tokens == 16);
+  REQUIRE(rig.engine.run(src).finished == 2);
+  CHECK(rig.obs.of("y").first_scheduled == 0);
+  CHECK(rig.obs.of("x").loading() >= 100'000'000);
+  CHECK(rig.obs.of("x").tier_hit_tokens == 16);
 }
 
 namespace {
