@@ -80,6 +80,12 @@ class KvCacheManager {
     return allocate_blocks(seq, chain, num_tokens, computed, num_new, hit, hit_tokens, full_sequence_must_fit);
   }
 
+  // Hash ("cache") the blocks of seq fully covered by `covered_tokens`
+  // known tokens that it has not hashed yet (vLLM's cache_blocks, which the
+  // async scheduler calls when a sampled token replaces its placeholder).
+  void cache_computed(KvSeq& seq, const BlockHashChain& chain, int64_t covered_tokens) {
+    if (pool_.caching_enabled() && covered_tokens > 0) cache_full_blocks(seq, chain, covered_tokens);
+  }
   // Release every block of seq, last to first, and clear it.
   void free(KvSeq& seq);
 
