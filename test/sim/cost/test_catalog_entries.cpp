@@ -135,6 +135,19 @@ TEST_CASE("the built-in GPUs the issue names are there with their datasheet figu
   CHECK(mi.hbm_bandwidth == 5.3e12);
   CHECK(mi.peak_bf16_flops == 1307.4e12);
   CHECK(mi.sm_count == 304);
+  // NVIDIA A10G (AWS G5; the A10 datasheet's figures): 23028 MiB reported,
+  // 600 GB/s GDDR6, BF16 250 TFLOPS with sparsity = 125 dense, 72 SMs.
+  const GpuSpec& a10g = find_gpu("a10g-24gb");
+  CHECK(a10g.memory_bytes == int64_t{23028} * 1024 * 1024);
+  CHECK(a10g.hbm_bandwidth == 600e9);
+  CHECK(a10g.peak_bf16_flops == 125e12);
+  CHECK(a10g.sm_count == 72);
+  // NVIDIA H20: 96 GB HBM3, 4.0 TB/s, BF16 296 TFLOPS with sparsity = 148 dense, NVLink 900 GB/s.
+  const GpuSpec& h20 = find_gpu("h20-96gb");
+  CHECK(h20.memory_bytes == int64_t{96000000000});
+  CHECK(h20.hbm_bandwidth == 4.0e12);
+  CHECK(h20.peak_bf16_flops == 148e12);
+  CHECK(h20.interconnect_bandwidth == 450e9);
   // Already there: L40S and B200.
   CHECK(find_gpu("l40s-48gb").hbm_bandwidth == 864e9);
   CHECK(find_gpu("b200").hbm_bandwidth == 8.0e12);
