@@ -51,6 +51,10 @@ const Published kPublished[] = {
     {"qwen3-14b", 2 * 8 * 128 * 2 * 40, int64_t{14768307200} * 2, 14.8e9, 0},
     // Qwen/Qwen3-32B: 64 layers, 8 KV heads, 128; 32.8 B
     {"qwen3-32b", 2 * 8 * 128 * 2 * 64, int64_t{32762123264} * 2, 32.8e9, 0},
+    // meta-llama/Llama-2-7b-hf: 32 layers, 32 KV heads (no GQA), 128; 6.74 B (model card: 7B)
+    {"llama-2-7b", 2 * 32 * 128 * 2 * 32, int64_t{6738415616} * 2, 6.74e9, 0},
+    // meta-llama/Llama-2-70b-hf: 80 layers, 8 KV heads, 128; 68.98 B (model card: 70B)
+    {"llama-2-70b", 2 * 8 * 128 * 2 * 80, int64_t{68976648192} * 2, 68.98e9, 0},
     // mistralai/Mistral-7B-Instruct-v0.3: 32 layers, 8 KV heads, 128; 7.25 B
     {"mistral-7b", 2 * 8 * 128 * 2 * 32, int64_t{7248023552} * 2, 7.25e9, 0},
     // Qwen/Qwen3-30B-A3B: 48 layers, 4 KV heads, 128; 30.5 B total, 3.3 B activated
