@@ -70,6 +70,7 @@ std::string utc_date() {
 }  // namespace
 
 int calibrate_from_vidur(const VidurCalibrateArgs& a) {
+  load_catalog_env();
   const std::vector<fs::path> files = find_mlp_files(a.dir);
   if (!a.model.empty() && files.size() > 1)
     throw InputError("--model: names the model of one mlp.csv, but " + a.dir + " holds " +

@@ -107,11 +107,20 @@ std::string vidur_gpu_catalog_name(const std::string& vidur_gpu) {
 }
 
 const ModelSpec* match_vidur_model(const VidurMlpTable& t) {
+  // Vidur's tables pad the vocabulary (Llama-2's 32000 is 32768 there), so
+  // among the models of the same shape the one whose vocabulary is the
+  // largest not above the table's wins (Llama-2-70B over Llama-3.1-70B, whose
+  // layers are the same), then the closest; catalog order breaks ties.
+  const ModelSpec* best = nullptr;
+  auto rank = [&](const ModelSpec& m) {
+    const int64_t gap = int64_t{t.vocab_size} - m.vocab;
+    return gap >= 0 ? gap : (int64_t{1} << 40) - gap;
+  };
   for (const ModelSpec& m : model_catalog())
     if (m.hidden == t.n_embd && m.heads == t.n_head && m.kv_heads == t.n_kv_head &&
-        m.intermediate == t.n_expanded_embd && m.vocab == t.vocab_size && !m.is_moe())
-      return &m;
-  return nullptr;
+        m.intermediate == t.n_expanded_embd && !m.is_moe() && (!best || rank(m) < rank(*best)))
+      best = &m;
+  return best;
 }
 
 VidurFit fit_vidur(const VidurMlpTable& t, int tp, const ModelSpec* model, int held_out_every) {

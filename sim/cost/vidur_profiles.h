@@ -52,8 +52,8 @@ VidurMlpTable parse_vidur_mlp(const std::string& text, const std::string& file);
 
 // Vidur's GPU folder name (a100, a40, h100) -> our catalog name, or "".
 std::string vidur_gpu_catalog_name(const std::string& vidur_gpu);
-// The catalog model with this table's shape (hidden, heads, KV heads, FFN,
-// vocab), or nullptr.
+// The catalog model with this table's shape (hidden, heads, KV heads, FFN)
+// and the closest vocabulary (Vidur pads it), or nullptr.
 const ModelSpec* match_vidur_model(const VidurMlpTable& t);
 
 struct VidurOperatorFit {

@@ -2,10 +2,13 @@
 // hand-made fixture in Vidur's mlp.csv format (test/data/vidur/README.md):
 // every operator is max(floor, k * tokens), breakpoint 64 tokens.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 
+#include "prefixsim_config.h"
 #include "sim/base/error.h"
 #include "sim/cost/catalog.h"
+#include "sim/cost/cost_model.h"
 #include "sim/cost/vidur_profiles.h"
 #include "test/support.h"
 
@@ -111,4 +114,29 @@ TEST_CASE("gpu calibrate --from-vidur prints the held-out MAPE per operator and 
   const auto none = test::run_cli({"gpu", "calibrate", "--from-vidur", test::temp_dir("vidur_empty")});
   CHECK(none.rc == 2);
   CHECK_THAT(none.err, Contains("no mlp.csv"));
+}
+
+TEST_CASE("the profiles fitted from Vidur's data are valid, named for their run and carry their source",
+          "[vidur][profile]") {
+  const std::string dir = std::string(PREFIXSIM_SOURCE_DIR) + "/sim/cost/catalog/profiles/vidur";
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    ++n;
+    const Profile p = read_profile(e.path().string());
+    INFO(e.path().filename().string());
+    CHECK(e.path().filename().string() == p.gpu.catalog + "." + p.model + ".tp" + std::to_string(p.tp) + ".json");
+    CHECK_THAT(p.provenance, Contains("github.com/microsoft/vidur @ 7d47513363ec447a741ac5e47241580b47724fbf"));
+    const ModelSpec& m = find_model(p.model);
+    const GpuSpec& g = find_gpu(p.gpu.catalog);
+    // Vidur's linear terms, the roofline's attention; the measured GEMMs run
+    // at 30-100 % of the roofline's assumed 60 % of peak.
+    const CostCoefficients roof = roofline_coefficients(m, g, p.tp);
+    CHECK(p.coefficients.attn_s_per_unit == roof.attn_s_per_unit);
+    CHECK(p.coefficients.linear_s_per_token > 0.5 * roof.linear_s_per_token);
+    CHECK(p.coefficients.linear_s_per_token < 3 * roof.linear_s_per_token);
+    CHECK(p.fit.held_out_samples > 40);
+    CHECK(p.fit.mape_held_out < 0.06);
+  }
+  CHECK(n == 24);  // llama-2-7b/70b on a100 and h100, llama-3.1-8b/70b on a100, TP 1, 2, 4, 8
 }
