@@ -78,8 +78,16 @@ void Engine::accept(Request&& next) {
 // engine must try again at once (a preemption made room).
 bool Engine::account_empty_plan(const StepPlan& plan) {
   sched_.update_from_output();
-  res_.preemptions += plan.preempted.size();
-  res_.prefix_cache += plan.prefix_stats;
+  if (async_) {
+    // Async: a request whose last token is in flight is skipped, so an empty
+    // plan can hold a preemption (or lookups); the next recorded step
+    // reports them, so that the steps' records add up to the totals.
+    carried_.preempted += plan.preempted.size();
+    carried_.prefix_stats += plan.prefix_stats;
+  } else {
+    res_.preemptions += plan.preempted.size();
+    res_.prefix_cache += plan.prefix_stats;
+  }
   // A step still in flight (async) ends later and schedules again then.
   if (num_flight_ > 0 || sched_.num_running() + sched_.num_waiting() == 0) return false;
   if (plan.preempted.empty())
@@ -194,8 +202,9 @@ void Engine::record_step(const StepPlan& plan, uint64_t index, TimeNs start) {
       obs_->on_request_finished(rec);
     }
   }
-  res_.preemptions += plan.preempted.size();
+  res_.preemptions += plan.preempted.size() + carried_.preempted;
   res_.prefix_cache += plan.prefix_stats;
+  res_.prefix_cache += carried_.prefix_stats;
   if (obs_) {
     StepRecord st;
     st.replica = index_;
@@ -206,7 +215,7 @@ void Engine::record_step(const StepPlan& plan, uint64_t index, TimeNs start) {
     st.prefill_tokens = plan.prefill_tokens;
     st.decode_tokens = plan.decode_tokens;
     st.admitted = static_cast<int64_t>(plan.admitted.size());
-    st.preempted = static_cast<int64_t>(plan.preempted.size());
+    st.preempted = static_cast<int64_t>(plan.preempted.size() + carried_.preempted);
     st.finished = static_cast<int64_t>(plan.finished.size());
     st.kv_usage = kv_.pool().usage();
     st.num_free_blocks = kv_.pool().num_free();
@@ -214,10 +223,12 @@ void Engine::record_step(const StepPlan& plan, uint64_t index, TimeNs start) {
     st.waiting = sched_.num_waiting();
     st.running = sched_.num_running();
     st.prefix_stats = plan.prefix_stats;
+    st.prefix_stats += carried_.prefix_stats;
     st.plan = &plan;
     st.scheduler = &sched_;
     obs_->on_step(st);
   }
+  carried_ = {};
   request_start();
 }
 
@@ -236,6 +247,10 @@ void Engine::dispatch(const Event& ev) {
 }
 
 EngineResult Engine::finish() {
+  // Lookups or preemptions of a last empty plan no step reported.
+  res_.preemptions += carried_.preempted;
+  res_.prefix_cache += carried_.prefix_stats;
+  carried_ = {};
   if (sched_.num_running() + sched_.num_waiting() > 0 || num_flight_ > 0)
     throw InternalError("engine: the event loop ran dry with requests still queued");
   res_.end_time = loop_.now();

@@ -213,6 +213,10 @@ class Engine {
   InFlight flight_[2];          // async: flight_[head_] is the oldest
   int head_ = 0, num_flight_ = 0;
   TimeNs cpu_free_ = 0, device_free_ = 0;
+  struct {
+    uint64_t preempted = 0;
+    PrefixCacheStats prefix_stats;
+  } carried_;  // async: of empty plans, reported with the next step
   EngineResult res_;
 };
 

@@ -8,7 +8,6 @@
 #include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,15 +21,6 @@ using namespace prefixsim;
 using nlohmann::json;
 
 namespace {
-
-std::vector<json> lines_of(const std::string& path) {
-  std::vector<json> out;
-  std::istringstream in(test::read_file(path));
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
 
 struct Outcome {
   std::map<std::string, std::vector<int64_t>> finished_outputs;  // id -> [outputs at finish]
@@ -49,7 +39,8 @@ struct Script {
 };
 
 Script load_script(const std::string& name) {
-  const auto lines = lines_of(test::data_path("golden/vllm-v1-scheduler/" + name + ".steps.jsonl"));
+  const std::string path = test::data_path("golden/vllm-v1-scheduler/" + name + ".steps.jsonl");
+  const auto lines = test::parse_jsonl(test::read_file(path));
   Script s;
   const json& c = lines.at(0);
   s.cfg.max_num_seqs = c["max_num_seqs"];
