@@ -98,9 +98,9 @@ VllmTiming vllm_timing(const Scenario& s) {
   VllmTiming t;
   t.graphs = CudaGraphs::vllm_default(parse_cuda_graph_mode(s.cudagraph_mode, "--cudagraph-mode"), s.max_num_seqs,
                                       s.max_num_batched_tokens);
-  t.host_per_seq_s = s.host_per_seq_us * 1e-6;
-  t.request_s = s.request_overhead_ms * 1e-3;
-  t.request_per_prompt_token_s = s.tokenize_us_per_token * 1e-6;
+  t.host_per_seq_s = s.host_per_seq_us / 1e6;  // divisions: 10 us is 1e-05 exactly as the report prints it
+  t.request_s = s.request_overhead_ms / 1e3;
+  t.request_per_prompt_token_s = s.tokenize_us_per_token / 1e6;
   return t;
 }
 
