@@ -2,12 +2,14 @@
 // capture sizes (sim/cost/cuda_graphs.h), the engine core's host time per
 // step and per sequence, and the per-request latency outside the engine.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "sim/base/error.h"
 #include "sim/cost/catalog.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/cuda_graphs.h"
+#include "test/support.h"
 
 using namespace prefixsim;
 
@@ -127,4 +129,43 @@ TEST_CASE("the report's cost model names the vLLM timing it applied", "[cost_mod
   CHECK(j["vllm_timing"]["max_capture_size"] == 512);
   CHECK(j["vllm_timing"]["host_per_seq_s"] == 10e-6);
   CHECK_FALSE(ModeledExecutor(m, gpu, 1, std::nullopt).to_json().contains("vllm_timing"));
+}
+
+TEST_CASE("replay runs vLLM's timing by default; --no-async-scheduling and the scenario key run the sync loop",
+          "[cli][overheads]") {
+  const std::string dir = test::temp_dir("vllm_timing_cli");
+  const std::vector<std::string> base = {"replay", "--requests", "60", "--rate", "20"};
+  auto run = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--out", dir + "/" + name});
+    const auto r = test::run_cli(args);
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    return nlohmann::json::parse(test::read_file(dir + "/" + name + "/report.json"));
+  };
+  const auto def = run("default", {});
+  CHECK(def["scenario"]["scheduler"]["async_scheduling"] == true);
+  CHECK(def["scenario"]["cudagraph_mode"] == "full_and_piecewise");
+  CHECK(def["scenario"]["cost_model"]["vllm_timing"]["max_capture_size"] == 512);
+  const auto sync = run("sync", {"--no-async-scheduling"});
+  CHECK(sync["scenario"]["scheduler"]["async_scheduling"] == false);
+  CHECK(sync["latency_ms"]["tpot"]["mean"] != def["latency_ms"]["tpot"]["mean"]);
+  const std::string yaml = test::write_text_file(dir, "sync.yaml", "scheduler:\n  async_scheduling: false\n");
+  const auto from_yaml = run("yaml", {"--config", yaml});
+  CHECK(from_yaml["latency_ms"] == sync["latency_ms"]);
+  // The request terms move TTFT, not TPOT.
+  const auto no_req = run("noreq", {"--request-overhead-ms", "0", "--tokenize-us-per-token", "0"});
+  CHECK(no_req["latency_ms"]["ttft"]["mean"].get<double>() < def["latency_ms"]["ttft"]["mean"].get<double>());
+  CHECK(no_req["latency_ms"]["tpot"]["mean"] == def["latency_ms"]["tpot"]["mean"]);
+  // Bad values exit 2 naming the flag.
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--cudagraph-mode", "full"},
+                                              std::vector<std::string>{"--host-overhead-per-seq-us", "-1"}}) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), bad.begin(), bad.end());
+    args.insert(args.end(), {"--out", dir + "/bad"});
+    const auto r = test::run_cli(args);
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.err, Catch::Matchers::Contains(bad[0]));
+  }
 }
