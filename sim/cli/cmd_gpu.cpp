@@ -23,7 +23,9 @@ namespace prefixsim::cli {
 namespace {
 
 constexpr const char* kCalibrateUsage =
-    "prefixsim gpu calibrate --samples FILE [--gpu CATALOG_NAME] [--out FILE] [--held-out-every K] [--json]";
+    "prefixsim gpu calibrate --samples FILE [--gpu CATALOG_NAME] [--out FILE] [--held-out-every K] [--json]\n"
+    "       prefixsim gpu calibrate --from-vidur DIR [--gpu NAME] [--model NAME] [--tp K] [--out-dir DIR]\n"
+    "                               [--source TEXT] [--date ISO] [--held-out-every K]";
 
 constexpr const char* kCalibrateHelp =
     "Fits the cost model to measured engine-step times and writes a calibrated profile\n"
@@ -34,7 +36,14 @@ constexpr const char* kCalibrateHelp =
     "The fit is a weighted (1/time) non-negative least-squares fit with a scan for the\n"
     "weight-bandwidth breakpoint; every K-th sample is held out to estimate the error.\n"
     "Prints the samples per kind, the coefficients and the fit's MAPE (train, held-out,\n"
-    "and per kind over all samples). A bad samples file exits 2 naming file, line and field.";
+    "and per kind over all samples). A bad samples file exits 2 naming file, line and field.\n\n"
+    "--from-vidur DIR fits Vidur's published operator profiles instead (github.com/microsoft/vidur,\n"
+    "data/profiling/compute/<gpu>/<org>/<model>/mlp.csv; DIR may be the checkout, any folder above\n"
+    "the files, or one mlp.csv). Per TP degree, every operator and the model's whole non-attention\n"
+    "step are fitted with every K-th row (by token count) held out first; the held-out MAPE is printed.\n"
+    "With --out-dir, a profile is written per TP degree for a catalog model (matched by shape, or\n"
+    "--model) on a catalog GPU (h100, a100, or --gpu): its linear terms from Vidur, attention, KV read,\n"
+    "logits, host overhead and all-reduce from the roofline (Vidur's attention.csv are Git LFS objects).";
 
 constexpr const char* kValidateUsage =
     "prefixsim gpu validate --samples FILE [--profile P|builtin] [--gpu CATALOG_NAME] [--max-mape PCT] [--json]";
@@ -113,10 +122,33 @@ int calibrate_command(const Args& args) {
       ("out", po::value<std::string>()->default_value("profile.json"), "profile to write (atomically)")
       ("held-out-every", po::value<int>()->default_value(5),
        "hold out every K-th sample for the error estimate; 0: none")
-      ("json", "print the profile's JSON instead of the summary");
+      ("json", "print the profile's JSON instead of the summary")
+      ("from-vidur", po::value<std::string>(), "fit Vidur's operator profiles under DIR instead of --samples")
+      ("model", po::value<std::string>(), "--from-vidur: catalog model of the one mlp.csv (default: matched by shape)")
+      ("tp", po::value<int>(), "--from-vidur: only this TP degree")
+      ("out-dir", po::value<std::string>(), "--from-vidur: write the profiles here")
+      ("source", po::value<std::string>(), "--from-vidur: the profiles' provenance (repository, commit)")
+      ("date", po::value<std::string>(), "--from-vidur: the profiles' date (ISO 8601; default now)");
   po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_args(args, opts, pos, vm, kCalibrateUsage, kCalibrateHelp)) return 0;
+  if (vm.count("from-vidur")) {
+    if (vm.count("samples")) throw InputError("--from-vidur: give --samples or --from-vidur, not both");
+    for (const char* f : {"json"})
+      if (vm.count(f)) throw InputError(std::string("--") + f + ": not with --from-vidur");
+    if (!vm["out"].defaulted()) throw InputError("--out: --from-vidur writes one profile per model and TP: use --out-dir");
+    VidurCalibrateArgs a;
+    a.dir = vm["from-vidur"].as<std::string>();
+    auto str = [&](const char* k) { return vm.count(k) ? vm[k].as<std::string>() : std::string(); };
+    a.gpu = str("gpu"), a.model = str("model"), a.out_dir = str("out-dir"), a.source = str("source"), a.date = str("date");
+    a.tp = vm.count("tp") ? vm["tp"].as<int>() : 0;
+    if (vm.count("tp") && (a.tp < 1 || a.tp > 64)) throw InputError("--tp: must be in [1, 64]");
+    a.held_out_every = vm["held-out-every"].as<int>();
+    if (a.held_out_every < 2) throw InputError("--held-out-every: --from-vidur needs a held-out split (K >= 2)");
+    return calibrate_from_vidur(a);
+  }
+  for (const char* f : {"model", "tp", "out-dir", "source", "date"})
+    if (vm.count(f)) throw InputError(std::string("--") + f + ": only with --from-vidur");
   if (!vm.count("samples"))
     throw InputError("--samples: required: the file prefixsim-gpu-bench --calibrate wrote (usage: " +
                      std::string(kCalibrateUsage) + ")");

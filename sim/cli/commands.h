@@ -33,4 +33,17 @@ int cmd_gpu(const Args& args);
 int cmd_sweep(const Args& args);
 int cmd_plan(const Args& args);
 
+// `gpu calibrate --from-vidur DIR` (cmd_gpu_vidur.cpp).
+struct VidurCalibrateArgs {
+  std::string dir;       // a Vidur checkout, its data/profiling/compute, or one mlp.csv
+  std::string gpu;       // catalog GPU for the profiles (default: from Vidur's folder name)
+  std::string model;     // catalog model (default: the one with the table's shape)
+  std::string out_dir;   // where profiles go; empty: print the errors only
+  std::string source;    // provenance: repository and commit
+  std::string date;      // the profiles' date (default: now)
+  int tp = 0;            // 0: every TP degree in the table
+  int held_out_every = 5;
+};
+int calibrate_from_vidur(const VidurCalibrateArgs& a);
+
 }  // namespace prefixsim::cli

@@ -1,5 +1,7 @@
 #include "sim/cli/scenario.h"
 
+#include "sim/cost/cuda_graphs.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -146,6 +148,19 @@ const std::vector<ScenarioOption>& scenario_options() {
       {"long-prefill-token-threshold", "scheduler.long_prefill_token_threshold",
        &Scenario::long_prefill_token_threshold, Echo::value, kAll,
        "scheduler: cap on a prefill chunk (default 0 = off)"},
+      {"no-async-scheduling", "scheduler.async_scheduling", &Scenario::async_scheduling, Echo::value, kBoth,
+       "scheduler: vLLM's synchronous loop (schedule, run, apply) instead of its default async scheduling, which "
+       "schedules step k+1 while step k runs (finishes and frees land a step later)",
+       false},
+      {"cudagraph-mode", "cudagraph_mode", &Scenario::cudagraph_mode, Echo::value, kBoth,
+       "vLLM CUDA graphs: full_and_piecewise (default: decode batches padded to capture sizes, mixed ones too), "
+       "full_decode_only, piecewise, or none (--enforce-eager: no padding)"},
+      {"host-overhead-per-seq-us", "timing.host_per_seq_us", &Scenario::host_per_seq_us, Echo::value, kBoth,
+       "engine-core CPU time per scheduled sequence per step, microseconds (default 10)"},
+      {"request-overhead-ms", "timing.request_overhead_ms", &Scenario::request_overhead_ms, Echo::value, kBoth,
+       "per request outside the engine core (HTTP, IPC, detokenization), added to TTFT and e2e (default 0.5)"},
+      {"tokenize-us-per-token", "timing.tokenize_us_per_token", &Scenario::tokenize_us_per_token, Echo::value, kBoth,
+       "tokenization time per prompt token, microseconds, added to TTFT and e2e (default 1)"},
       {"series-interval", "series_interval_s", &Scenario::series_interval_s, Echo::value, kForReplay,
        "time-series interval in seconds (default 1; coarsened for long runs)"},
       {"check-invariants", "check_invariants", &Scenario::check_invariants, Echo::never, kAll,
@@ -325,6 +340,12 @@ void validate(const Scenario& s) {
   if (s.max_num_batched_tokens < s.max_num_seqs)
     bad("--max-num-batched-tokens", "must be at least --max-num-seqs (vLLM's config rule)");
   if (s.long_prefill_token_threshold < 0) bad("--long-prefill-token-threshold", "must be >= 0");
+  parse_cuda_graph_mode(s.cudagraph_mode, "--cudagraph-mode");
+  const std::pair<const char*, double> overheads[] = {{"--host-overhead-per-seq-us", s.host_per_seq_us},
+                                                       {"--request-overhead-ms", s.request_overhead_ms},
+                                                       {"--tokenize-us-per-token", s.tokenize_us_per_token}};
+  for (const auto& [flag, x] : overheads)
+    if (!(x >= 0 && x < 1e9)) bad(flag, "must be a number >= 0");
   if (!(s.series_interval_s > 0 && s.series_interval_s < 1e9)) bad("--series-interval", "must be positive");
 }
 

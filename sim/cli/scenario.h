@@ -66,6 +66,14 @@ struct Scenario {
   int64_t max_num_batched_tokens = 8192;
   bool enable_chunked_prefill = true;
   int64_t long_prefill_token_threshold = 0;
+  // vLLM's default engine loop (async scheduling) and server timing; the
+  // library's engine and cost model default to neither (sim/cost/cost_model.h
+  // VllmTiming, sim/engine/engine.h), the CLI to vLLM's defaults.
+  bool async_scheduling = true;
+  std::string cudagraph_mode = "full_and_piecewise";  // none | piecewise | full_decode_only | full_and_piecewise
+  double host_per_seq_us = 10;       // engine-core CPU per scheduled sequence per step
+  double request_overhead_ms = 0.5;  // per request outside the engine core (HTTP, IPC, detokenize)
+  double tokenize_us_per_token = 1;  // tokenization, per prompt token
 
   double series_interval_s = 1.0;       // time-series resolution (coarsened for long runs)
   std::string out = "prefixsim-out";

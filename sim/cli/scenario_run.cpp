@@ -90,7 +90,18 @@ SchedulerConfig scheduler_config(const Scenario& s) {
   sc.max_num_batched_tokens = s.max_num_batched_tokens;
   sc.enable_chunked_prefill = s.enable_chunked_prefill;
   sc.long_prefill_token_threshold = s.long_prefill_token_threshold;
+  sc.async_scheduling = s.async_scheduling;
   return sc;
+}
+
+VllmTiming vllm_timing(const Scenario& s) {
+  VllmTiming t;
+  t.graphs = CudaGraphs::vllm_default(parse_cuda_graph_mode(s.cudagraph_mode, "--cudagraph-mode"), s.max_num_seqs,
+                                      s.max_num_batched_tokens);
+  t.host_per_seq_s = s.host_per_seq_us / 1e6;  // divisions: 10 us is 1e-05 exactly as the report prints it
+  t.request_s = s.request_overhead_ms / 1e3;
+  t.request_per_prompt_token_s = s.tokenize_us_per_token / 1e6;
+  return t;
 }
 
 std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const ResolvedScenario& r,
@@ -117,7 +128,7 @@ Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_block
                  std::unique_ptr<EvictionPolicy> policy, EventLoop* loop, uint32_t index)
     : pool(static_cast<int32_t>(num_blocks), true, std::move(policy)),
       kv(s.block_size, pool),
-      exec(*r.model, *r.gpu, s.tp, r.profile, cost_options(s)),
+      exec(*r.model, *r.gpu, s.tp, r.profile, cost_options(s), vllm_timing(s)),
       engine(loop ? Engine(scheduler_config(s), kv, exec, *loop, index) : Engine(scheduler_config(s), kv, exec)) {}
 
 Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,

@@ -41,6 +41,8 @@ ResolvedScenario resolve_scenario(const Scenario& s);
 // The pool-sizing input of `s`, its size settings included.
 KvSizingInput kv_sizing_input(const Scenario& s, const ResolvedScenario& r);
 SchedulerConfig scheduler_config(const Scenario& s);
+// The vLLM server timing the scenario asks for (CUDA graphs, host and request overheads).
+VllmTiming vllm_timing(const Scenario& s);
 // The workload or the trace, sliced by --requests, rescaled to the load, and
 // its first part marked as warm-up (--warmup; `warmup`, when given, is set
 // to the marker so the caller can report what it marked).

@@ -16,7 +16,7 @@ BatchSummary summarize(const Batch& batch) {
 
 double step_seconds(const CostCoefficients& c, const BatchSummary& b) {
   if (b.seqs == 0) return 0;
-  const double n = static_cast<double>(b.new_tokens);
+  const double n = static_cast<double>(b.graph_tokens > 0 ? b.graph_tokens : b.new_tokens);
   return c.overhead_s + c.per_seq_s * static_cast<double>(b.seqs) +
          std::max(c.linear_s_per_token * n, c.weight_floor_s) + c.attn_s_per_unit * b.attn_units +
          c.kv_read_s_per_token * b.context_tokens + c.allreduce_s_per_token * n;
@@ -66,8 +66,15 @@ CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int
 }
 
 ModeledExecutor::ModeledExecutor(const ModelSpec& model, const GpuSpec& gpu, int tp, std::optional<Profile> profile,
-                                 const CostModelOptions& options)
-    : model_name_(model.name), gpu_name_(gpu.name), tp_(tp), options_(options), profile_(std::move(profile)) {
+                                 const CostModelOptions& options, const VllmTiming& timing)
+    : model_name_(model.name),
+      gpu_name_(gpu.name),
+      tp_(tp),
+      options_(options),
+      timing_(timing),
+      profile_(std::move(profile)) {
+  for (double x : {timing_.host_per_seq_s, timing_.request_s, timing_.request_per_prompt_token_s})
+    if (!(x >= 0 && std::isfinite(x))) throw InputError("cost model: host and request overheads must be >= 0");
   if (profile_) {
     check_tensor_parallel(model, tp);
     const Profile& p = *profile_;
@@ -81,7 +88,29 @@ ModeledExecutor::ModeledExecutor(const ModelSpec& model, const GpuSpec& gpu, int
   }
 }
 
-TimeNs ModeledExecutor::step_time(const Batch& batch) { return seconds_to_ns(step_seconds(coef_, summarize(batch))); }
+BatchSummary ModeledExecutor::padded_summary(const Batch& batch) const {
+  BatchSummary b = summarize(batch);
+  if (timing_.graphs.enabled()) b.graph_tokens = timing_.graphs.padded_tokens(b.new_tokens, b.uniform_decode());
+  return b;
+}
+
+TimeNs ModeledExecutor::step_time(const Batch& batch) {
+  if (!timing_.any()) return seconds_to_ns(step_seconds(coef_, summarize(batch)));
+  const BatchSummary b = padded_summary(batch);
+  if (b.seqs == 0) return 0;
+  return seconds_to_ns(step_seconds(coef_, b) + timing_.host_per_seq_s * static_cast<double>(b.seqs));
+}
+
+StepCost ModeledExecutor::step_cost(const Batch& batch) {
+  const BatchSummary b = padded_summary(batch);
+  if (b.seqs == 0) return {};
+  const double host = coef_.overhead_s + timing_.host_per_seq_s * static_cast<double>(b.seqs);
+  return {seconds_to_ns(host), seconds_to_ns(step_seconds(coef_, b) - coef_.overhead_s)};
+}
+
+TimeNs ModeledExecutor::request_latency(int64_t prompt_tokens) const {
+  return seconds_to_ns(timing_.request_s + timing_.request_per_prompt_token_s * static_cast<double>(prompt_tokens));
+}
 
 TimeNs ModeledExecutor::prefill_time(int64_t new_tokens, int64_t cached_tokens) const {
   BatchSummary b;
@@ -122,6 +151,14 @@ nlohmann::json ModeledExecutor::to_json() const {
                     {"link_efficiency", options_.link_efficiency},
                     {"overhead_s", options_.overhead_s}};
     if (options_.kv_dtype_bytes > 0) j["options"]["kv_dtype_bytes"] = options_.kv_dtype_bytes;
+  }
+  if (timing_.any()) {
+    nlohmann::json t = {{"cuda_graphs", to_string(timing_.graphs.mode)},
+                        {"host_per_seq_s", timing_.host_per_seq_s},
+                        {"request_s", timing_.request_s},
+                        {"request_per_prompt_token_s", timing_.request_per_prompt_token_s}};
+    if (timing_.graphs.enabled()) t["max_capture_size"] = timing_.graphs.capture_sizes.back();
+    j["vllm_timing"] = t;
   }
   j["known_error"] = known_error_json();
   return j;

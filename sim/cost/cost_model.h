@@ -23,6 +23,7 @@
 
 #include "sim/engine/batch.h"
 #include "sim/cost/catalog.h"
+#include "sim/cost/cuda_graphs.h"
 #include "sim/cost/profile.h"
 
 namespace prefixsim {
@@ -32,13 +33,19 @@ struct BatchSummary {
   int64_t seqs = 0;           // S
   double attn_units = 0;      // A = sum n*(c + n/2)
   double context_tokens = 0;  // K = sum (c + n)
+  // The token count the linear layers and all-reduces run at: N padded to a
+  // CUDA graph's capture size (sim/cost/cuda_graphs.h); 0 means N.
+  int64_t graph_tokens = 0;
+  int64_t decode_seqs = 0;    // sequences with one new token (all of them: a uniform decode)
   void add(int64_t n, int64_t c) {
     new_tokens += n;
     seqs += 1;
     const double nd = static_cast<double>(n), cd = static_cast<double>(c);
     attn_units += nd * (cd + nd / 2);
     context_tokens += cd + nd;
+    decode_seqs += n == 1;
   }
+  bool uniform_decode() const { return seqs > 0 && decode_seqs == seqs; }
 };
 
 BatchSummary summarize(const Batch& batch);
@@ -77,15 +84,62 @@ CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int
 void add_tensor_parallel_comm(CostCoefficients& c, const ModelSpec& m, const GpuSpec& g, int tp,
                               const CostModelOptions& o = {});
 
+// What a vLLM server adds to the cost model's forward pass, all off by
+// default (the library's cost model is the bare step). The CLI turns them
+// on (sim/cli/scenario_run.cpp vllm_timing; flags in sim/cli/scenario.cpp)
+// with these defaults and sources:
+//  - graphs: vLLM's default capture sizes and FULL_AND_PIECEWISE mode
+//    (sim/cost/cuda_graphs.h cites the vLLM code).
+//  - host_per_seq_s = 10 us. Vidur's measured CPU overheads of vLLM
+//    (github.com/microsoft/vidur data/profiling/a100/cpu_overheads.csv,
+//    Llama-2-7B, TP 1) grow by 12.3 us per request in schedule() alone
+//    (0.165 ms at batch 8, 0.854 ms at 64); that was vLLM v0, whose input
+//    preparation (+17 us/request) and output processing v1 replaced with a
+//    persistent batch and a separate detokenizing process, so we keep about
+//    the scheduler's share. The per-step part is the roofline's overhead_s
+//    (1 ms), which is host time too.
+//  - request_s = 0.5 ms: vLLM v1 splits the API server (HTTP, tokenization,
+//    detokenization, streaming) from the engine core, which talk over ZMQ
+//    with msgpack (the v1 design, vLLM blog 2025-01-27); an estimate of a
+//    request's HTTP handling and the two IPC hops of its first token.
+//  - request_per_prompt_token_s = 1 us: a fast (Rust) Hugging Face
+//    tokenizer on one core handles on the order of a million tokens a
+//    second (its README: "less than 20 seconds to tokenize a GB of text" on
+//    a many-core server).
+// All three are estimates, not measurements of ours; a planner with a
+// server to measure should set the flags to what it sees.
+struct VllmTiming {
+  // Decode batches (and, by mode, mixed ones) padded to capture sizes.
+  CudaGraphs graphs;
+  // Engine-core CPU per scheduled sequence and step, on top of the
+  // per-step overhead_s (which is host time too): Scheduler.schedule()'s
+  // loop, _prepare_inputs, update_from_output.
+  double host_per_seq_s = 0;
+  // Per request, outside the engine core: the API server's request parsing,
+  // the ZMQ round trip to the engine core and detokenizing/streaming the
+  // first token (added to TTFT and end-to-end latency, not TPOT) ...
+  double request_s = 0;
+  // ... plus tokenizing the prompt, per prompt token.
+  double request_per_prompt_token_s = 0;
+  bool any() const {
+    return graphs.enabled() || host_per_seq_s > 0 || request_s > 0 || request_per_prompt_token_s > 0;
+  }
+};
+
 class ModeledExecutor final : public Executor {
  public:
   // With a profile, its coefficients replace the roofline; the profile must
   // be for this model, GPU and TP (InputError naming --profile otherwise).
   ModeledExecutor(const ModelSpec& model, const GpuSpec& gpu, int tp, std::optional<Profile> profile,
-                  const CostModelOptions& options = {});
+                  const CostModelOptions& options = {}, const VllmTiming& timing = {});
 
   // O(number of sequences), no allocation. An empty batch costs nothing.
   TimeNs step_time(const Batch& batch) override;
+  // Host: overhead_s + host_per_seq_s * S; device: the rest.
+  StepCost step_cost(const Batch& batch) override;
+  TimeNs request_latency(int64_t prompt_tokens) const override;
+  // The batch's summary with the CUDA-graph padding applied.
+  BatchSummary padded_summary(const Batch& batch) const;
   // One request alone: n new tokens after c cached, in one step. Chunking it
   // or batching it with others never takes less time (every term is
   // monotone and n*(c + n/2) adds up exactly over chunks), so each TTFT is
@@ -105,6 +159,7 @@ class ModeledExecutor final : public Executor {
   std::string model_name_, gpu_name_;
   int tp_;
   CostModelOptions options_;
+  VllmTiming timing_;
   std::optional<Profile> profile_;
   CostCoefficients coef_;
 };

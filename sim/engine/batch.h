@@ -27,11 +27,28 @@ struct Batch {
   void clear() { seqs.clear(); }
 };
 
+// One step's time split the way async scheduling needs it: `host` is the
+// engine core's CPU work for the step (schedule, input preparation, output
+// processing), which vLLM's async scheduling overlaps with the previous
+// step on the device; `device` is the forward pass.
+struct StepCost {
+  TimeNs host = 0;
+  TimeNs device = 0;
+};
+
 // Prices (or runs) one engine step.
 class Executor {
  public:
   virtual ~Executor() = default;
+  // The whole step, host and device, as the synchronous engine runs it.
   virtual TimeNs step_time(const Batch& batch) = 0;
+  // The step split into host and device parts. An executor that cannot tell
+  // them apart (a measured GPU step) says it is all device time.
+  virtual StepCost step_cost(const Batch& batch) { return {0, step_time(batch)}; }
+  // Time outside the engine core that a request's first token and its finish
+  // carry (tokenization, the API server's IPC, detokenization); 0 unless the
+  // cost model has a per-request term.
+  virtual TimeNs request_latency(int64_t /*prompt_tokens*/) const { return 0; }
 };
 
 }  // namespace prefixsim

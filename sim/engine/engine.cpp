@@ -22,7 +22,8 @@ Engine::Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, c
       exec_(exec),
       sched_(cfg, kv, tokens ? *tokens : kTraceTokens),
       own_loop_(std::make_unique<EventLoop>()),
-      loop_(*own_loop_) {}
+      loop_(*own_loop_),
+      async_(cfg.async_scheduling) {}
 
 Engine::Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, EventLoop& loop, uint32_t index,
                const TokenSource* tokens)
@@ -31,7 +32,8 @@ Engine::Engine(const SchedulerConfig& cfg, KvCacheManager& kv, Executor& exec, E
       sched_(cfg, kv, tokens ? *tokens : kTraceTokens),
       loop_(loop),
       index_(index),
-      kind_base_(index * kKindsPerReplica) {}
+      kind_base_(index * kKindsPerReplica),
+      async_(cfg.async_scheduling) {}
 
 void Engine::set_tiers(KvTierStack* tiers) {
   tiers_ = tiers;
@@ -42,7 +44,7 @@ void Engine::set_tiers(KvTierStack* tiers) {
 }
 
 void Engine::request_start() {
-  if (step_in_flight_ || start_pending_) return;
+  if (start_pending_ || (async_ ? num_flight_ >= 2 : step_in_flight_)) return;
   loop_.schedule(loop_.now(), kPrioStartStep, kind_base_ + kStartStep, res_.steps);
   start_pending_ = true;
 }
@@ -79,41 +81,39 @@ void Engine::accept(Request&& next) {
   request_start();
 }
 
-void Engine::start_step() {
-  start_pending_ = false;
-  if (!sched_.has_requests()) return;  // idle until the next arrival
-  const TimeNs now = loop_.now();
-  sched_.set_now(now);
-  if (tiers_) tiers_->set_now(now);
-  const StepPlan& plan = sched_.schedule();
-  // A load before its first admission is part of its TTFT (one after a
-  // preemption is not).
-  for (const LoadStart& l : plan.loads)
-    if (timing_[l.slot].first_scheduled < 0 && timing_[l.slot].load_start < 0) timing_[l.slot].load_start = now;
-  res_.tier_cache += plan.tier_stats;
-  if (plan.empty()) {
-    // Nothing to run (e.g. the step right after the last finish, which only
-    // reports finished ids): no model call, no time passes.
-    sched_.update_from_output();
+// Nothing to run (e.g. the step right after the last finish, which only
+// reports finished ids): no model call, no time passes. Returns whether the
+// engine must try again at once (a preemption made room).
+bool Engine::account_empty_plan(const StepPlan& plan) {
+  sched_.update_from_output();
+  if (async_) {
+    // Async: a request whose last token is in flight is skipped, so an empty
+    // plan can hold a preemption (or lookups); the next recorded step
+    // reports them, so that the steps' records add up to the totals.
+    carried_.preempted += plan.preempted.size();
+    carried_.prefix_stats += plan.prefix_stats;
+  } else {
     res_.preemptions += plan.preempted.size();
     res_.prefix_cache += plan.prefix_stats;
-    if (sched_.num_running() == 0 && sched_.num_loading() > 0 && plan.preempted.empty()) {
-      // Only loads under way: wake when the first is done.
-      const TimeNs ready = sched_.next_load_ready();
-      if (ready > now) {
-        loop_.schedule(ready, kPrioStartStep, kind_base_ + kStartStep, res_.steps);
-        start_pending_ = true;
-        return;
-      }
-    }
-    if (sched_.num_running() + sched_.num_waiting() > 0) {
-      if (plan.preempted.empty() && plan.loads.empty())
-        throw InternalError("engine: the scheduler made no progress with " + std::to_string(sched_.num_waiting()) +
-                            " waiting and " + std::to_string(sched_.num_running()) + " running requests");
-      request_start();
-    }
-    return;
   }
+  // A step still in flight (async) ends later and schedules again then.
+  if (num_flight_ > 0 || sched_.num_running() + sched_.num_waiting() == 0) return false;
+  if (sched_.num_running() == 0 && sched_.num_loading() > 0 && plan.preempted.empty()) {
+    // Only loads from KV tiers under way: wake when the first is done.
+    const TimeNs ready = sched_.next_load_ready();
+    if (ready > loop_.now()) {
+      loop_.schedule(ready, kPrioStartStep, kind_base_ + kStartStep, res_.steps);
+      start_pending_ = true;
+      return false;
+    }
+  }
+  if (plan.preempted.empty() && plan.loads.empty())
+    throw InternalError("engine: the scheduler made no progress with " + std::to_string(sched_.num_waiting()) +
+                        " waiting and " + std::to_string(sched_.num_running()) + " running requests");
+  return true;
+}
+
+void Engine::note_admissions(const StepPlan& plan, TimeNs now) {
   for (const Admission& a : plan.admitted) {
     Timing& t = timing_[a.slot];
     if (t.first_scheduled < 0) {
@@ -126,6 +126,27 @@ void Engine::start_step() {
       queued_prompt_tokens_ -= sched_.request(a.slot).prompt_len;
     }
   }
+}
+
+void Engine::start_step() {
+  start_pending_ = false;
+  if (!sched_.has_requests()) return;  // idle until the next arrival
+  if (async_ && num_flight_ >= 2) return;
+  const TimeNs now = loop_.now();
+  sched_.set_now(now);
+  if (tiers_) tiers_->set_now(now);
+  const StepPlan& plan = sched_.schedule();
+  // A load before its first admission is part of its TTFT (one after a
+  // preemption is not).
+  for (const LoadStart& l : plan.loads)
+    if (timing_[l.slot].first_scheduled < 0 && timing_[l.slot].load_start < 0) timing_[l.slot].load_start = now;
+  res_.tier_cache += plan.tier_stats;
+  if (plan.empty()) {
+    if (account_empty_plan(plan)) request_start();
+    return;
+  }
+  note_admissions(plan, now);
+  if (async_) return start_step_async(plan);
   const TimeNs d = exec_.step_time(plan.batch);
   if (d < 0) throw InternalError("executor returned a negative step time");
   step_start_ = now;
@@ -134,10 +155,44 @@ void Engine::start_step() {
   loop_.schedule(now + d, kPrioStepDone, kind_base_ + kStepDone, res_.steps);
 }
 
+// The step's CPU part waits for the engine core's CPU (the previous step's
+// host work), its device part for the device; the plan stays in flight,
+// apart from the scheduler's, until its output is applied. vLLM schedules
+// the next step at once while the queue is not full.
+void Engine::start_step_async(const StepPlan& plan) {
+  const TimeNs now = loop_.now();
+  const StepCost cost = exec_.step_cost(plan.batch);
+  if (cost.host < 0 || cost.device < 0) throw InternalError("executor returned a negative step time");
+  InFlight& f = flight_[(head_ + num_flight_) % 2];
+  sched_.take_plan(f.plan);
+  cpu_free_ = std::max(now, cpu_free_) + cost.host;
+  f.start = std::max(cpu_free_, device_free_);
+  f.end = f.start + cost.device;
+  device_free_ = f.end;
+  ++num_flight_;
+  f.index = ++res_.steps;
+  loop_.schedule(f.end, kPrioStepDone, kind_base_ + kStepDone, res_.steps);
+  request_start();
+}
+
+void Engine::finish_step_async() {
+  InFlight& f = flight_[head_];
+  head_ ^= 1;
+  --num_flight_;
+  sched_.update_from_output(f.plan);
+  record_step(f.plan, f.index, f.start);
+  request_start();
+}
+
 void Engine::finish_step() {
+  if (async_) return finish_step_async();
   step_in_flight_ = false;
   sched_.update_from_output();
-  const StepPlan& plan = sched_.plan();
+  record_step(sched_.plan(), res_.steps, step_start_);
+  request_start();
+}
+
+void Engine::record_step(const StepPlan& plan, uint64_t index, TimeNs start) {
   const TimeNs now = loop_.now();
   for (const ScheduledEntry& e : plan.scheduled) {
     if (!e.samples) continue;
@@ -152,7 +207,8 @@ void Engine::finish_step() {
   for (SlotId s : plan.finished) {
     const Timing& t = timing_[s];
     const Request& r = sched_.request(s);
-    if (r.awaitable && done_) done_->request_done(r, now);
+    const TimeNs latency = exec_.request_latency(r.prompt_len);  // the API server's part
+    if (r.awaitable && done_) done_->request_done(r, now + latency);
     ++res_.finished;
     res_.prompt_tokens += static_cast<uint64_t>(r.prompt_len);
     res_.output_tokens += static_cast<uint64_t>(sched_.num_outputs(s));
@@ -164,8 +220,8 @@ void Engine::finish_step() {
       rec.first_scheduled = t.first_scheduled;
       rec.load_start = t.load_start;
       rec.tier_hit_tokens = t.tier_hit_tokens;
-      rec.first_token = t.first_token;
-      rec.finish = now;
+      rec.first_token = t.first_token + latency;
+      rec.finish = now + latency;
       rec.max_itl = t.max_itl;
       rec.prompt_tokens = r.prompt_len;
       rec.output_tokens = sched_.num_outputs(s);
@@ -174,19 +230,20 @@ void Engine::finish_step() {
       obs_->on_request_finished(rec);
     }
   }
-  res_.preemptions += plan.preempted.size();
+  res_.preemptions += plan.preempted.size() + carried_.preempted;
   res_.prefix_cache += plan.prefix_stats;
+  res_.prefix_cache += carried_.prefix_stats;
   if (obs_) {
     StepRecord st;
     st.replica = index_;
-    st.index = res_.steps;
-    st.start = step_start_;
-    st.duration = now - step_start_;
+    st.index = index;
+    st.start = start;
+    st.duration = now - start;
     st.num_seqs = static_cast<int64_t>(plan.scheduled.size());
     st.prefill_tokens = plan.prefill_tokens;
     st.decode_tokens = plan.decode_tokens;
     st.admitted = static_cast<int64_t>(plan.admitted.size());
-    st.preempted = static_cast<int64_t>(plan.preempted.size());
+    st.preempted = static_cast<int64_t>(plan.preempted.size() + carried_.preempted);
     st.finished = static_cast<int64_t>(plan.finished.size());
     st.kv_usage = kv_.pool().usage();
     st.num_free_blocks = kv_.pool().num_free();
@@ -194,10 +251,12 @@ void Engine::finish_step() {
     st.waiting = sched_.num_waiting();
     st.running = sched_.num_running();
     st.prefix_stats = plan.prefix_stats;
+    st.prefix_stats += carried_.prefix_stats;
     st.plan = &plan;
     st.scheduler = &sched_;
     obs_->on_step(st);
   }
+  carried_ = {};
   request_start();
 }
 
@@ -216,7 +275,11 @@ void Engine::dispatch(const Event& ev) {
 }
 
 EngineResult Engine::finish() {
-  if (sched_.num_running() + sched_.num_waiting() > 0)
+  // Lookups or preemptions of a last empty plan no step reported.
+  res_.preemptions += carried_.preempted;
+  res_.prefix_cache += carried_.prefix_stats;
+  carried_ = {};
+  if (sched_.num_running() + sched_.num_waiting() > 0 || num_flight_ > 0)
     throw InternalError("engine: the event loop ran dry with requests still queued");
   res_.end_time = loop_.now();
   res_.events = loop_.processed();

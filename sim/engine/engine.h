@@ -12,10 +12,22 @@
 // TTFT: a request's first token is produced at the END of the step whose
 // chunk completes its prompt (§6 of the scheduler README).
 //
-// This is vLLM's synchronous engine loop. The default vLLM deployment
-// schedules step k+1 while step k runs (async scheduling, README §11): its
-// finishes and block frees land one step later and step boundaries overlap
-// the model's time, so our TTFT is that of `--no-async-scheduling`.
+// With SchedulerConfig::async_scheduling off this is vLLM's synchronous
+// engine loop (`--no-async-scheduling`): schedule, run (host + device time
+// from Executor::step_time), apply. With it on it is EngineCore's
+// step_with_batch_queue with a queue of 2, vLLM's default: a step is
+// scheduled while the previous one runs (the scheduler's placeholders stand
+// in for its tokens), so at most two steps are in flight; when one ends its
+// output is applied, then the arrivals of that instant, then the next step is
+// scheduled, which runs after the one still in flight. A step's host part
+// (Executor::step_cost: scheduling, input preparation) runs on the engine
+// core's CPU while the device runs the step before it; the device runs steps
+// back to back. Tokens, finishes and frees land when the step's output is
+// applied, one schedule() later than in the synchronous loop. Step records
+// carry the device interval (start, duration), which never overlap.
+//
+// Each request's record adds Executor::request_latency (the API server's
+// part: tokenization, IPC, detokenization) to its first token and finish.
 //
 // Memory: only the next arrival is buffered; per-request state lives in the
 // scheduler's slots and in a vector indexed by slot, and is released when the
@@ -178,8 +190,20 @@ class Engine {
     int64_t hit_tokens = 0, tier_hit_tokens = 0;
   };
 
+  // A step scheduled while another may still run (async scheduling).
+  struct InFlight {
+    StepPlan plan;
+    TimeNs start = 0, end = 0;  // on the device
+    uint64_t index = 0;
+  };
+
   void start_step();
   void finish_step();
+  void start_step_async(const StepPlan& plan);
+  void finish_step_async();
+  void note_admissions(const StepPlan& plan, TimeNs now);
+  bool account_empty_plan(const StepPlan& plan);
+  void record_step(const StepPlan& plan, uint64_t index, TimeNs start);
   void request_start();
 
   static const RequestOutputTokens kTraceTokens;
@@ -198,6 +222,14 @@ class Engine {
   bool step_in_flight_ = false;
   bool start_pending_ = false;
   TimeNs step_start_ = 0;
+  bool async_ = false;
+  InFlight flight_[2];          // async: flight_[head_] is the oldest
+  int head_ = 0, num_flight_ = 0;
+  TimeNs cpu_free_ = 0, device_free_ = 0;
+  struct {
+    uint64_t preempted = 0;
+    PrefixCacheStats prefix_stats;
+  } carried_;  // async: of empty plans, reported with the next step
   EngineResult res_;
 };
 

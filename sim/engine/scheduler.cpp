@@ -85,6 +85,7 @@ SlotId Scheduler::add_request(Request&& r) {
   q.num_tokens = q.req.prompt_len;
   q.num_computed = 0;
   q.num_outputs = 0;
+  q.placeholders = 0;
   q.max_tokens = std::max<int64_t>(q.req.output_len, 1);
   q.token_key = tokens_.prepare(q.req);
   q.num_preemptions = 0;
@@ -130,11 +131,18 @@ void Scheduler::push_scheduled(SlotId s, int64_t n) {
   q.num_computed += n;
   // §6, the model runner's discard rule: only a chunk that reaches the end
   // of the current sequence keeps its sampled token.
-  e.samples = q.num_computed >= q.num_tokens;
-  e.first_token = e.samples && q.num_outputs == 0;
-  const bool decode = n == 1 && q.num_outputs > 0 && e.num_computed_before == q.num_tokens - 1;
+  // With async scheduling the end of the sequence includes the tokens still
+  // in flight (placeholders); without it they are always 0.
+  const int64_t known_and_pending = q.num_tokens + q.placeholders;
+  e.samples = q.num_computed >= known_and_pending;
+  e.first_token = e.samples && q.num_outputs + q.placeholders == 0;
+  const bool decode =
+      n == 1 && q.num_outputs + q.placeholders > 0 && e.num_computed_before == known_and_pending - 1;
   (decode ? plan_.decode_tokens : plan_.prefill_tokens) += n;
   plan_.scheduled.push_back(e);
+  // AsyncScheduler._update_after_schedule: a chunk that samples leaves a
+  // placeholder for its token.
+  if (cfg_.async_scheduling && e.samples) ++q.placeholders;
 }
 
 void Scheduler::preempt(SlotId victim) {
@@ -158,7 +166,13 @@ void Scheduler::schedule_running(int64_t& budget, bool& preempted_any) {
   while (i < running_.size() && budget > 0) {
     const SlotId s = running_[i];
     Seq& q = *seqs_[s];
-    int64_t n = q.num_tokens - q.num_computed;
+    // Async: no step beyond the one whose in-flight token is the last
+    // (scheduler.py's "avoid scheduling an extra step" test).
+    if (q.placeholders > 0 && q.num_computed + 2 - q.placeholders >= q.req.prompt_len + q.max_tokens) {
+      ++i;
+      continue;
+    }
+    int64_t n = q.num_tokens + q.placeholders - q.num_computed;
     if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold)
       n = cfg_.long_prefill_token_threshold;
     n = std::min(n, budget);
@@ -213,7 +227,7 @@ bool Scheduler::admit_waiting(SlotId s, int64_t& budget) {
     // now and it computes from there; no second lookup.
     q.loading = false;
     --num_loading_;
-    kv_.cache_loaded(q.kv, q.chain, q.load_until);
+    kv_.cache_computed(q.kv, q.chain, q.load_until);
     q.num_computed = q.load_until;
   }
   const bool loaded = q.num_computed > 0;
@@ -307,25 +321,46 @@ const StepPlan& Scheduler::schedule() {
   return plan_;
 }
 
-void Scheduler::update_from_output() {
-  for (const ScheduledEntry& e : plan_.scheduled) {
+void Scheduler::update_from_output() { apply_output(plan_); }
+
+void Scheduler::update_from_output(StepPlan& plan) {
+  if (!cfg_.async_scheduling) throw InternalError("scheduler: a plan in flight needs async scheduling");
+  apply_output(plan);
+}
+
+void Scheduler::apply_output(StepPlan& plan) {
+  bool finished_waiting = false;
+  for (const ScheduledEntry& e : plan.scheduled) {
     if (!e.samples) continue;
     Seq& q = *seqs_[e.slot];
     const int32_t tok = tokens_.token(q.req, q.token_key, q.num_outputs);
     if (kv_.pool().caching_enabled()) q.chain.append_token(tok);
     ++q.num_tokens;
     ++q.num_outputs;
+    if (q.placeholders > 0) {
+      // AsyncScheduler._update_request_with_output: the token replaces its
+      // placeholder; a running request's blocks are hashed up to what is
+      // now known and computed (cache_blocks), before a stop frees them.
+      --q.placeholders;
+      if (q.status == SeqStatus::kRunning) kv_.cache_computed(q.kv, q.chain, q.num_computed - q.placeholders);
+    }
     // check_stop: max_tokens, or the model length.
     if (q.num_outputs >= q.max_tokens || (cfg_.max_model_len > 0 && q.num_tokens >= cfg_.max_model_len)) {
       // Freed right away, in scheduled order: this sets the free-queue order.
+      // (Async: a request preempted while its last token was in flight
+      // holds no blocks; it leaves `waiting`.)
       kv_.free(q.kv);
+      finished_waiting |= q.status == SeqStatus::kPreempted;
       q.status = SeqStatus::kFinished;
-      plan_.finished.push_back(e.slot);
+      plan.finished.push_back(e.slot);
     }
   }
-  if (!plan_.finished.empty())
+  if (!plan.finished.empty())
     std::erase_if(running_, [this](SlotId s) { return seqs_[s]->status == SeqStatus::kFinished; });
-  finished_pending_.assign(plan_.finished.begin(), plan_.finished.end());
+  if (finished_waiting)
+    std::erase_if(waiting_, [this](SlotId s) { return seqs_[s]->status == SeqStatus::kFinished; });
+  // Released at the next schedule() (it cleared the list).
+  finished_pending_.insert(finished_pending_.end(), plan.finished.begin(), plan.finished.end());
 }
 
 }  // namespace prefixsim

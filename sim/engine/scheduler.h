@@ -44,6 +44,7 @@ struct SchedulerConfig {
   int64_t long_prefill_token_threshold = 0; // 0: off
   int64_t max_model_len = 0;                // 0: unlimited
   bool full_sequence_must_fit = true;       // vLLM's scheduler_reserve_full_isl (default true)
+  bool async_scheduling = false;            // AsyncScheduler's placeholders (see the header comment)
 };
 
 // Where the fake model's output tokens come from (a strategy, so that `sched`
@@ -153,6 +154,12 @@ class Scheduler {
   TimeNs next_load_ready() const;
   // The model's output: every entry with `samples` gets its next token.
   void update_from_output();
+  // Async scheduling: the output of `plan`, a plan taken earlier with
+  // take_plan() (its `finished` is filled here).
+  void update_from_output(StepPlan& plan);
+  // Moves the last schedule()'s plan into `out` (and out's old buffers back),
+  // so that it can stay in flight while the next schedule() runs.
+  void take_plan(StepPlan& out) { std::swap(plan_, out); }
   const StepPlan& plan() const { return plan_; }
 
   const Request& request(SlotId s) const { return seqs_[s]->req; }
@@ -160,6 +167,9 @@ class Scheduler {
   int64_t num_tokens(SlotId s) const { return seqs_[s]->num_tokens; }
   int64_t num_computed(SlotId s) const { return seqs_[s]->num_computed; }
   uint32_t num_preemptions(SlotId s) const { return seqs_[s]->num_preemptions; }
+  // Tokens scheduled to be sampled whose output has not been applied yet
+  // (vLLM's num_output_placeholders; always 0 without async scheduling).
+  int64_t num_placeholders(SlotId s) const { return seqs_[s]->placeholders; }
   SeqStatus status(SlotId s) const { return seqs_[s]->status; }
   const KvSeq& kv_seq(SlotId s) const { return seqs_[s]->kv; }
   // Whether the request's prompt has been hashed: at its first lookup, so a
@@ -182,6 +192,7 @@ class Scheduler {
     int64_t num_tokens = 0;    // P + outputs
     int64_t num_computed = 0;  // c
     int64_t num_outputs = 0;
+    int64_t placeholders = 0;  // async scheduling: sampled tokens in flight
     int64_t max_tokens = 1;
     uint64_t token_key = 0;    // TokenSource::prepare()
     uint32_t num_preemptions = 0;
@@ -203,6 +214,7 @@ class Scheduler {
   LoadOutcome start_load(SlotId s, const LookupResult& hit);
   void preempt(SlotId victim);
   void push_scheduled(SlotId s, int64_t n);
+  void apply_output(StepPlan& plan);
   void release(SlotId s);
   void prepare_for_lookup(Seq& q);
   int64_t blocks_for(int64_t tokens) const;

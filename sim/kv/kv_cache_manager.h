@@ -89,11 +89,13 @@ class KvCacheManager {
                          int64_t hit_tokens, int64_t load_tokens, bool full_sequence_must_fit) {
     return allocate_blocks(seq, chain, num_tokens, 0, load_tokens, hit, hit_tokens, full_sequence_must_fit, false);
   }
-  // The load is done: its full blocks are cached now.
-  void cache_loaded(KvSeq& seq, const BlockHashChain& chain, int64_t tokens) {
-    if (pool_.caching_enabled()) cache_full_blocks(seq, chain, tokens);
+  // Hash ("cache") the blocks of seq fully covered by `covered_tokens`
+  // known tokens that it has not hashed yet (vLLM's cache_blocks, which the
+  // async scheduler calls when a sampled token replaces its placeholder, and
+  // the scheduler when a load from KV tiers is done).
+  void cache_computed(KvSeq& seq, const BlockHashChain& chain, int64_t covered_tokens) {
+    if (pool_.caching_enabled() && covered_tokens > 0) cache_full_blocks(seq, chain, covered_tokens);
   }
-
   // Release every block of seq, last to first, and clear it.
   void free(KvSeq& seq);
 

@@ -146,14 +146,25 @@ TEST_CASE("engine properties hold on random traces, pool sizes and scheduler set
     const std::string policy = std::vector<std::string>{"lru", "lru", "fifo", "lfu", "arc", "s3fifo"}
         [static_cast<size_t>(uni(0, 5))];
     Trace tr = random_trace(rng, n, max_prompt);
+    // Every other seed runs vLLM's default loop: async scheduling, CUDA-graph
+    // padding and host time per sequence (no draw: the other settings and
+    // the traces stay those of the synchronous seeds).
+    const bool async = seed % 2 == 0;
+    cfg.async_scheduling = async;
+    VllmTiming timing;
+    if (async) {
+      timing.graphs = CudaGraphs::vllm_default(CudaGraphMode::full_and_piecewise, cfg.max_num_seqs,
+                                               cfg.max_num_batched_tokens);
+      timing.host_per_seq_s = 10e-6;
+    }
 
     INFO("seed " << seed << ": block_size " << block_size << ", num_blocks " << num_blocks << ", max_num_seqs "
                  << cfg.max_num_seqs << ", budget " << cfg.max_num_batched_tokens << ", chunked "
                  << cfg.enable_chunked_prefill << ", threshold " << cfg.long_prefill_token_threshold << ", policy "
-                 << policy << ", requests " << n << ", max_prompt " << max_prompt);
+                 << policy << ", requests " << n << ", max_prompt " << max_prompt << ", async " << async);
     BlockPool pool(num_blocks, true, make_policy(policy));
     KvCacheManager kv(block_size, pool);
-    ModeledExecutor exec(model, gpu, 1, std::nullopt);
+    ModeledExecutor exec(model, gpu, 1, std::nullopt, {}, timing);
     Checker chk;
     chk.pool = &pool;
     chk.exec = &exec;

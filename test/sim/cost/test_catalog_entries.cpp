@@ -51,6 +51,10 @@ const Published kPublished[] = {
     {"qwen3-14b", 2 * 8 * 128 * 2 * 40, int64_t{14768307200} * 2, 14.8e9, 0},
     // Qwen/Qwen3-32B: 64 layers, 8 KV heads, 128; 32.8 B
     {"qwen3-32b", 2 * 8 * 128 * 2 * 64, int64_t{32762123264} * 2, 32.8e9, 0},
+    // meta-llama/Llama-2-7b-hf: 32 layers, 32 KV heads (no GQA), 128; 6.74 B (model card: 7B)
+    {"llama-2-7b", 2 * 32 * 128 * 2 * 32, int64_t{6738415616} * 2, 6.74e9, 0},
+    // meta-llama/Llama-2-70b-hf: 80 layers, 8 KV heads, 128; 68.98 B (model card: 70B)
+    {"llama-2-70b", 2 * 8 * 128 * 2 * 80, int64_t{68976648192} * 2, 68.98e9, 0},
     // mistralai/Mistral-7B-Instruct-v0.3: 32 layers, 8 KV heads, 128; 7.25 B
     {"mistral-7b", 2 * 8 * 128 * 2 * 32, int64_t{7248023552} * 2, 7.25e9, 0},
     // Qwen/Qwen3-30B-A3B: 48 layers, 4 KV heads, 128; 30.5 B total, 3.3 B activated
@@ -135,6 +139,19 @@ TEST_CASE("the built-in GPUs the issue names are there with their datasheet figu
   CHECK(mi.hbm_bandwidth == 5.3e12);
   CHECK(mi.peak_bf16_flops == 1307.4e12);
   CHECK(mi.sm_count == 304);
+  // NVIDIA A10G (AWS G5; the A10 datasheet's figures): 23028 MiB reported,
+  // 600 GB/s GDDR6, BF16 250 TFLOPS with sparsity = 125 dense, 72 SMs.
+  const GpuSpec& a10g = find_gpu("a10g-24gb");
+  CHECK(a10g.memory_bytes == int64_t{23028} * 1024 * 1024);
+  CHECK(a10g.hbm_bandwidth == 600e9);
+  CHECK(a10g.peak_bf16_flops == 125e12);
+  CHECK(a10g.sm_count == 72);
+  // NVIDIA H20: 96 GB HBM3, 4.0 TB/s, BF16 296 TFLOPS with sparsity = 148 dense, NVLink 900 GB/s.
+  const GpuSpec& h20 = find_gpu("h20-96gb");
+  CHECK(h20.memory_bytes == int64_t{96000000000});
+  CHECK(h20.hbm_bandwidth == 4.0e12);
+  CHECK(h20.peak_bf16_flops == 148e12);
+  CHECK(h20.interconnect_bandwidth == 450e9);
   // Already there: L40S and B200.
   CHECK(find_gpu("l40s-48gb").hbm_bandwidth == 864e9);
   CHECK(find_gpu("b200").hbm_bandwidth == 8.0e12);

@@ -1,0 +1,119 @@
+// `prefixsim gpu calibrate --from-vidur DIR`: fits cost-model profiles from
+// Vidur's published operator profiles (sim/cost/vidur_profiles.h) and prints
+// the held-out error per operator, model and TP degree.
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "sim/base/error.h"
+#include "sim/cli/commands.h"
+#include "sim/cost/catalog.h"
+#include "sim/cost/vidur_profiles.h"
+
+namespace prefixsim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string pct(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f %%", fraction * 100);
+  return buf;
+}
+
+// Every mlp.csv under dir (or dir itself), in path order.
+std::vector<fs::path> find_mlp_files(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_regular_file(dir, ec)) return {fs::path(dir)};
+  if (!fs::is_directory(dir, ec)) throw InputError("--from-vidur: " + dir + ": no such folder or file");
+  std::vector<fs::path> out;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file() && it->path().filename() == "mlp.csv") out.push_back(it->path());
+  if (ec) throw InputError("--from-vidur: " + dir + ": " + ec.message());
+  std::sort(out.begin(), out.end());
+  if (out.empty())
+    throw InputError("--from-vidur: no mlp.csv under " + dir +
+                     " (Vidur's layout: data/profiling/compute/<gpu>/<org>/<model>/mlp.csv)");
+  return out;
+}
+
+// Vidur's GPU folder: the component after "compute", else the one two above
+// the file (<gpu>/<org>/<model>/mlp.csv).
+std::string vidur_gpu_of(const fs::path& file) {
+  std::vector<std::string> parts;
+  for (const auto& p : file.parent_path()) parts.push_back(p.string());
+  for (size_t i = 0; i + 1 < parts.size(); ++i)
+    if (parts[i] == "compute") return parts[i + 1];
+  return parts.size() >= 3 ? parts[parts.size() - 3] : "";
+}
+
+std::string model_dir_of(const fs::path& file) {
+  const fs::path dir = file.parent_path();
+  return dir.parent_path().filename().string() + "/" + dir.filename().string();
+}
+
+std::string utc_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+int calibrate_from_vidur(const VidurCalibrateArgs& a) {
+  load_catalog_env();
+  const std::vector<fs::path> files = find_mlp_files(a.dir);
+  if (!a.model.empty() && files.size() > 1)
+    throw InputError("--model: names the model of one mlp.csv, but " + a.dir + " holds " +
+                     std::to_string(files.size()));
+  const std::string date = a.date.empty() ? utc_date() : a.date;
+  if (!looks_like_iso_date(date)) throw InputError("--date: must be an ISO 8601 date, not '" + date + "'");
+  int written = 0;
+  for (const fs::path& file : files) {
+    const VidurMlpTable t = read_vidur_mlp(file.string());
+    const std::string vgpu = vidur_gpu_of(file);
+    const std::string gpu_name = a.gpu.empty() ? vidur_gpu_catalog_name(vgpu) : find_gpu(a.gpu, "--gpu").name;
+    const ModelSpec* model = a.model.empty() ? match_vidur_model(t) : &find_model(a.model, "--model");
+    std::cout << "Vidur " << vgpu << " " << model_dir_of(file) << " (" << file.string() << "): model "
+              << (model ? model->name : "not in the catalog (operators only)") << ", GPU "
+              << (gpu_name.empty() ? "not in the catalog" : gpu_name) << "\n";
+    for (int tp : t.tp_degrees()) {
+      if (a.tp > 0 && tp != a.tp) continue;
+      const VidurFit fit = fit_vidur(t, tp, model, a.held_out_every);
+      size_t rows = 0;
+      for (const auto& r : t.rows) rows += r.tp == tp;
+      std::cout << "  TP " << tp << ": " << rows << " rows; held-out MAPE per operator:";
+      for (size_t k = 0; k < fit.operators.size(); ++k)
+        std::cout << (k ? ", " : " ") << fit.operators[k].op << " " << pct(fit.operators[k].fit.fit.mape_held_out);
+      std::cout << "\n";
+      if (!fit.has_step) continue;
+      std::cout << "    step (" << model->name << ", emb + " << model->layers << " layers): held-out MAPE "
+                << pct(fit.step.fit.mape_held_out) << " (" << fit.step.fit.held_out_samples << " rows, max "
+                << pct(fit.step.fit.max_ape_held_out) << "), train " << pct(fit.step.fit.mape_train) << "\n";
+      if (a.out_dir.empty() || gpu_name.empty()) continue;
+      const GpuSpec& gpu = find_gpu(gpu_name, "--gpu");
+      if (tp > 1 && model->kv_heads % tp != 0) continue;  // a TP degree the model cannot shard
+      const std::string source = (a.source.empty() ? std::string("Vidur profiles") : a.source) + ", file " +
+                                 (a.source.empty() ? file.string() : "data/profiling/compute/" + vgpu + "/" +
+                                                                          model_dir_of(file) + "/mlp.csv");
+      const Profile p = vidur_profile(fit, *model, gpu, vgpu, source, date);
+      const std::string out = a.out_dir + "/" + gpu.name + "." + model->name + ".tp" + std::to_string(tp) + ".json";
+      write_profile(out, p);
+      std::cout << "    wrote " << out << "\n";
+      ++written;
+    }
+  }
+  if (!a.out_dir.empty()) std::cout << written << " profile(s) written to " << a.out_dir << "\n";
+  return 0;
+}
+
+}  // namespace prefixsim::cli
