@@ -163,14 +163,19 @@ struct TierRig {
   LinearExecutor exec;
   Collect obs;
   Engine engine;
-  TierRig(int32_t num_blocks, double read, double write, TimeNs latency)
+  TierRig(int32_t num_blocks, double read, double write, TimeNs latency, bool async = false)
       : pool(num_blocks, true, make_policy("lru")),
         kv(16, pool),
         cpu(rates(read, write, latency), make_policy("lru")),
         stack({&cpu}),
-        engine(SchedulerConfig{}, kv, exec) {
+        engine(config(async), kv, exec) {
     engine.set_observer(&obs);
     engine.set_tiers(&stack);
+  }
+  static SchedulerConfig config(bool async) {
+    SchedulerConfig c;
+    c.async_scheduling = async;
+    return c;
   }
   static KvTierConfig rates(double read, double write, TimeNs latency) {
     KvTierConfig c = tier("cpu", 100);
@@ -195,7 +200,9 @@ Request make(const std::string& id, TimeNs t, int32_t first, int n) {
 
 TEST_CASE("engine: a prefix evicted from the GPU is loaded from the CPU tier, and TTFT = queue + load + prefill",
           "[tier][engine]") {
-  TierRig rig(6, 1e6, 1e9, 500'000);  // 5 usable blocks of 16 tokens; 1 ms per block read, + 0.5 ms
+  const bool async = GENERATE(false, true);  // vLLM's sync loop, and its async one
+  INFO("async scheduling " << async);
+  TierRig rig(6, 1e6, 1e9, 500'000, async);  // 5 usable blocks of 16 tokens; 1 ms per block read, + 0.5 ms
   std::vector<Request> reqs;
   reqs.push_back(make("a", 0, 1, 48));                 // 3 blocks, written through to the CPU
   reqs.push_back(make("c", 100'000'000, 1000, 80));    // 5 blocks: evicts a's from the GPU
