@@ -41,7 +41,7 @@ TEST_CASE("sweep expands lists, ranges and zip groups into their product, the la
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::ordered_json::parse(read_file(dir + "/out/sweep.json"));  // keys in file order
   CHECK(j["schema"] == "prefixsim.sweep/1");
-  CHECK(j["axes"] == json({"policy", "kv_blocks", "block_size", "trace_block_size"}));
+  CHECK(j["axes"] == nlohmann::ordered_json({"policy", "kv_blocks", "block_size", "trace_block_size"}));
   REQUIRE(j["points_total"] == 12);
   REQUIRE(j["points_done"] == 12);
   const auto& rows = j["results"];
