@@ -1,7 +1,6 @@
 #include "sim/cli/kv_tiers.h"
 
 #include <cmath>
-#include <limits>
 
 #include "sim/base/error.h"
 #include "sim/base/spec_params.h"

@@ -215,7 +215,6 @@ void Scheduler::schedule_waiting(int64_t& budget) {
 
 bool Scheduler::admit_waiting(SlotId s, int64_t& budget) {
   Seq& q = *seqs_[s];
-  int64_t n = 0;
   Admission adm{s, 0, q.status == SeqStatus::kPreempted, 0};
   if (q.loading) {
     if (now_ < q.load_ready) {  // still loading: passed over
@@ -248,7 +247,7 @@ bool Scheduler::admit_waiting(SlotId s, int64_t& budget) {
     adm.hit_tokens = hit.hit_tokens;
   }
   const int64_t computed = loaded ? q.num_computed : 0;
-  n = q.num_tokens - computed - hit.hit_tokens;
+  int64_t n = q.num_tokens - computed - hit.hit_tokens;
   if (cfg_.long_prefill_token_threshold > 0 && n > cfg_.long_prefill_token_threshold)
     n = cfg_.long_prefill_token_threshold;
   if (!cfg_.enable_chunked_prefill && n > budget) return false;

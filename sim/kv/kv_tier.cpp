@@ -97,12 +97,13 @@ bool KvTier::holds(const BlockHash& h, uint32_t key, TimeNs now) const {
   return slot != nullptr && slot->ready <= now;
 }
 
-void KvTier::touch(const BlockHash& h, uint32_t key) {
-  if (!pool_) return;  // never evicts: order does not matter
+bool KvTier::touch(const BlockHash& h, uint32_t key, TimeNs now) {
+  if (!pool_) return holds(h, key, now);  // never evicts: order does not matter
   const BlockId b = find(h, key);
-  if (b == kNoBlock) return;
+  if (b == kNoBlock) return false;
   pool_->touch(std::span<const BlockId>(&b, 1));
   pool_->release(b);
+  return ready_[static_cast<size_t>(b)] <= now;
 }
 
 bool KvTier::store(const BlockHash& h, uint32_t key, TimeNs ready_at) {
@@ -160,17 +161,18 @@ size_t KvTierStack::lookup(std::span<const BlockHash> hashes, std::span<const ui
   auto hash = [&](size_t i) -> const BlockHash& { return keyed ? kNoHash : hashes[i]; };
   auto key = [&](size_t i) { return keyed ? keys[i] : kNoKey; };
   // vLLM's touch(): the request's blocks, last to first, so its prefix ends
-  // up the most recently used.
+  // up the most recently used; the same finds say which tier serves each
+  // block of [from, to).
+  const size_t end = std::max(from, std::min(to, n));
+  const auto none = static_cast<uint32_t>(tiers_.size());
+  serving_.assign(end - from, none);
   for (size_t i = n; i-- > 0;)
-    for (KvTier* t : tiers_) t->touch(hash(i), key(i));
+    for (uint32_t k = 0; k < tiers_.size(); ++k)
+      if (tiers_[k]->touch(hash(i), key(i), now) && i >= from && i < end && serving_[i - from] == none)
+        serving_[i - from] = k;
   size_t i = from;
-  for (; i < std::min(to, n); ++i) {
-    size_t k = 0;
-    while (k < tiers_.size() && !tiers_[k]->holds(hash(i), key(i), now)) ++k;
-    if (k == tiers_.size()) break;
-    ++found_[k];
-  }
-  return i > from ? i - from : 0;
+  for (; i < end && serving_[i - from] != none; ++i) ++found_[serving_[i - from]];
+  return i - from;
 }
 
 TimeNs KvTierStack::load(TimeNs now) {
@@ -193,15 +195,14 @@ TimeNs KvTierStack::load(TimeNs now) {
 
 void KvTierStack::write(size_t k, const BlockHash& h, uint32_t key) {
   KvTier& t = *tiers_[k];
-  if (t.contains(h, key)) return;
-  TimeNs ready = now_;
-  if (timed_) {
-    Link& l = links_[k];
-    l.write_free = std::max(now_, l.write_free) +
-                   transfer_time(static_cast<uint64_t>(t.config().bytes_per_block), t.config().write_bytes_per_s);
-    ready = l.write_free;
-  }
-  t.store(h, key, ready);
+  Link& l = links_[k];
+  // Readable when the write is done; the link is taken only if the tier
+  // takes the block (one already there is not written again).
+  const TimeNs done =
+      timed_ ? std::max(now_, l.write_free) +
+                   transfer_time(static_cast<uint64_t>(t.config().bytes_per_block), t.config().write_bytes_per_s)
+             : now_;
+  if (t.store(h, key, done) && timed_) l.write_free = done;
 }
 
 void KvTierStack::offer(std::span<const BlockHash> hashes, std::span<const uint32_t> keys, size_t from, size_t to) {

@@ -85,8 +85,9 @@ class KvTier {
   bool contains(const BlockHash& h, uint32_t key) const;
   // Is the block here and readable at `now`?
   bool holds(const BlockHash& h, uint32_t key, TimeNs now) const;
-  // Moves the block to the policy's most recent place if held (touch).
-  void touch(const BlockHash& h, uint32_t key);
+  // Moves the block to the policy's most recent place if held (touch);
+  // returns holds(h, key, now), from the same lookup.
+  bool touch(const BlockHash& h, uint32_t key, TimeNs now = INT64_MAX);
   // Writes the block when absent, readable from `ready_at`; returns whether
   // it was written. A full tier evicts its policy's victim first, and the
   // victim is stored in `below` when set (readable from the same time).
@@ -175,6 +176,7 @@ class KvTierStack final : public PoolListener {
   std::vector<KvTier*> tiers_;
   std::vector<Link> links_;
   std::vector<uint64_t> found_;
+  std::vector<uint32_t> serving_;  // lookup scratch: the first tier serving each block, or size()
   bool gpu_evicts_down_ = false;
   bool timed_ = false;  // tier 0 is evict-mode: the GPU's evictions go there
   TimeNs now_ = 0;
