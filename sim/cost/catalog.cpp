@@ -31,6 +31,24 @@ int64_t ModelSpec::weight_bytes_read_per_step() const {
   return std::llround(static_cast<double>(read_params) * static_cast<double>(weight_bytes) / static_cast<double>(params));
 }
 
+int64_t ModelSpec::routed_expert_params() const {
+  if (!has_routing()) return 0;
+  const double keep = 1.0 - static_cast<double>(experts_per_token) / experts;
+  return std::llround(static_cast<double>(params - active_params) / keep);
+}
+
+double ModelSpec::routed_expert_bytes() const {
+  const double bytes_per_param =
+      weight_bytes > 0 ? static_cast<double>(weight_bytes) / static_cast<double>(params) : dtype_bytes;
+  return static_cast<double>(routed_expert_params()) * bytes_per_param;
+}
+
+double ModelSpec::extra_expert_bytes_read(double tokens) const {
+  if (!has_routing() || tokens <= 1) return 0;
+  const double miss = 1.0 - static_cast<double>(experts_per_token) / experts;
+  return routed_expert_bytes() * (miss - std::pow(miss, tokens));
+}
+
 namespace {
 
 // One catalog entry's fields, with errors naming the file, line and field.
@@ -135,7 +153,7 @@ std::vector<ModelSpec> parse_model_catalog(std::string_view yaml, const std::str
     Entry e(node, file);
     e.reject_unknown({"name", "source", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
                       "tied_embeddings", "params", "dtype_bytes", "active_params", "weight_bytes", "kv_lora_rank",
-                      "qk_rope_head_dim"});
+                      "qk_rope_head_dim", "experts", "experts_per_token"});
     ModelSpec m;
     m.name = e.str("name");
     m.source = e.str("source");
@@ -156,6 +174,16 @@ std::vector<ModelSpec> parse_model_catalog(std::string_view yaml, const std::str
     if (e.has("kv_lora_rank")) {
       m.kv_lora_rank = static_cast<int>(e.integer("kv_lora_rank", 1, 65536));
       m.qk_rope_head_dim = static_cast<int>(e.integer("qk_rope_head_dim", 0, 65536));
+    }
+    if (e.has("experts") != e.has("experts_per_token"))
+      e.fail(node, "fields 'experts' and 'experts_per_token' (mixture of experts routing) go together");
+    if (e.has("experts")) {
+      if (!m.is_moe()) e.fail(node["experts"], "field 'experts' needs 'active_params' (a mixture of experts)");
+      m.experts = static_cast<int>(e.integer("experts", 2, 65536));
+      m.experts_per_token = static_cast<int>(e.integer("experts_per_token", 1, m.experts - 1));
+      if (m.routed_expert_params() > m.params)
+        e.fail(node["experts"], "fields 'params', 'active_params', 'experts' and 'experts_per_token' disagree: "
+                                "the routed experts they imply outnumber all parameters");
     }
     if (m.heads % m.kv_heads != 0) e.fail(node["kv_heads"], "field 'kv_heads' must divide 'heads'");
     if (m.per_token_matmul_params() <= 0)
@@ -323,6 +351,10 @@ nlohmann::json to_json(const ModelSpec& m) {
   // The optional fields only when set, so dense models' JSON is unchanged.
   if (m.active_params > 0) j["active_params"] = m.active_params;
   if (m.weight_bytes > 0) j["weight_bytes"] = m.weight_bytes;
+  if (m.has_routing()) {
+    j["experts"] = m.experts;
+    j["experts_per_token"] = m.experts_per_token;
+  }
   if (m.is_mla()) {
     j["kv_lora_rank"] = m.kv_lora_rank;
     j["qk_rope_head_dim"] = m.qk_rope_head_dim;

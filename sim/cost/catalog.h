@@ -35,9 +35,17 @@ struct ModelSpec {
   // kv_lora_rank + qk_rope_head_dim values per token and layer.
   int kv_lora_rank = 0;
   int qk_rope_head_dim = 0;
+  // Optional with active_params: routed experts per MoE layer and the top-k
+  // each token goes to (shared experts are not counted: every token reads
+  // them, so they sit in active_params). They make the weight read grow
+  // with the batch: a step of n tokens touches E * (1 - (1 - k/E)^n)
+  // experts per layer, not k.
+  int experts = 0;
+  int experts_per_token = 0;
 
   bool is_moe() const { return active_params > 0; }
   bool is_mla() const { return kv_lora_rank > 0; }
+  bool has_routing() const { return experts > 0; }
   // Parameters the compute terms count: the active ones for a MoE.
   int64_t compute_params() const { return is_moe() ? active_params : params; }
   // Bytes all the weights occupy in GPU memory (before TP splits them).
@@ -47,12 +55,24 @@ struct ModelSpec {
   // embedding and the lm_head (the embedding is a gather; the lm_head runs
   // only for the one token per sequence that is sampled).
   int64_t per_token_matmul_params() const;
-  // Bytes of weights one forward pass reads: everything but the embedding
-  // table (of which it gathers a few rows) unless it doubles as the lm_head.
-  // A MoE reads its active experts only (exact for one decode token, low for
-  // a large batch that touches more experts); a quantized checkpoint reads
+  // Bytes of weights one forward pass of one token reads: everything but the
+  // embedding table (of which it gathers a few rows) unless it doubles as
+  // the lm_head; a MoE, its active experts only; a quantized checkpoint,
   // weight_bytes / params bytes per parameter on average.
   int64_t weight_bytes_read_per_step() const;
+  // Parameters of all routed experts (every MoE layer): with E experts and
+  // top-k, active = total - routed * (1 - k/E), so routed = (total - active)
+  // / (1 - k/E). 0 without `experts`.
+  int64_t routed_expert_params() const;
+  // Bytes of the routed experts a step of n tokens reads beyond one token's
+  // k per layer, in expectation under uniform independent routing (each
+  // token picks k of E; an expert is missed by all n with probability
+  // (1 - k/E)^n): routed bytes * ((1 - k/E) - (1 - k/E)^n). 0 for n <= 1 or
+  // without `experts`. Real routers are skewed, so this is an upper
+  // estimate of the union; it is exact at n = 1 and as n grows large.
+  double extra_expert_bytes_read(double tokens) const;
+  // Bytes of all routed experts as loaded (the weight_bytes ratio applied).
+  double routed_expert_bytes() const;
 };
 
 struct GpuSpec {

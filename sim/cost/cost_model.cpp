@@ -14,11 +14,16 @@ BatchSummary summarize(const Batch& batch) {
   return b;
 }
 
+double weight_floor_seconds(const CostCoefficients& c, double tokens) {
+  if (c.expert_read_s <= 0 || tokens <= 1) return c.weight_floor_s;
+  return c.weight_floor_s + c.expert_read_s * (c.expert_miss - std::pow(c.expert_miss, tokens));
+}
+
 double step_seconds(const CostCoefficients& c, const BatchSummary& b) {
   if (b.seqs == 0) return 0;
   const double n = static_cast<double>(b.graph_tokens > 0 ? b.graph_tokens : b.new_tokens);
   return c.overhead_s + c.per_seq_s * static_cast<double>(b.seqs) +
-         std::max(c.linear_s_per_token * n, c.weight_floor_s) + c.attn_s_per_unit * b.attn_units +
+         std::max(c.linear_s_per_token * n, weight_floor_seconds(c, n)) + c.attn_s_per_unit * b.attn_units +
          c.kv_read_s_per_token * b.context_tokens + c.allreduce_s_per_token * n;
 }
 
@@ -52,6 +57,13 @@ CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int
   c.linear_s_per_token = 2.0 * static_cast<double>(m.per_token_matmul_params()) / shards / flops;
   // ...but never faster than streaming this shard's weights from HBM once.
   c.weight_floor_s = static_cast<double>(m.weight_bytes_read_per_step()) / shards / bw;
+  // A MoE batch reads more experts than one token does: the union of the
+  // tokens' picks (ModelSpec::extra_expert_bytes_read). Experts split over
+  // the shards like every other weight (TP or expert parallelism alike).
+  if (m.has_routing()) {
+    c.expert_read_s = m.routed_expert_bytes() / shards / bw;
+    c.expert_miss = 1.0 - static_cast<double>(m.experts_per_token) / m.experts;
+  }
   // Logits: the lm_head (vocab-parallel under TP) runs for one token per sequence.
   c.per_seq_s = 2.0 * m.vocab * static_cast<double>(m.hidden) / shards / flops;
   // Attention: QK^T and PV are 2*head_dim FLOPs each per query-key pair, per

@@ -5,7 +5,11 @@
 // tokens over c cached ones touches n*c + n^2/2 query-key pairs) and context
 // tokens K = sum (c + n) whose K and V are read. The step time is
 //
-//   t = overhead + per_seq*S + max(linear*N, weight_floor) + attn*A + kv_read*K + allreduce*N
+//   t = overhead + per_seq*S + max(linear*N, weight_floor(N)) + attn*A + kv_read*K + allreduce*N
+//
+// weight_floor(N) is a constant for a dense model; a mixture of experts
+// with routing figures reads the union of the N tokens' experts, which grows
+// from k to all E experts per layer as N grows (weight_floor_seconds).
 //
 // The roofline defaults derive the coefficients from the model and GPU
 // figures with the efficiencies of CostModelOptions; a calibrated profile
@@ -52,6 +56,9 @@ BatchSummary summarize(const Batch& batch);
 
 // Seconds for one step of this shape.
 double step_seconds(const CostCoefficients& c, const BatchSummary& b);
+// The weight-read floor of a step of `tokens` tokens: weight_floor_s, plus a
+// MoE's experts beyond one token's (CostCoefficients::expert_read_s).
+double weight_floor_seconds(const CostCoefficients& c, double tokens);
 
 // The efficiencies the roofline defaults assume: fractions of the datasheet
 // peak a well-tuned vLLM step reaches on Hopper-class GPUs.

@@ -50,6 +50,11 @@ class Reader {
     if (!std::isfinite(x) || x < lo || x > hi) fail(path, "must be in [" + g(lo) + ", " + g(hi) + "], got " + g(x));
     return x;
   }
+  bool has(const std::string& path) const {
+    const size_t dot = path.rfind('.');
+    const json& parent = dot == std::string::npos ? root_ : at(path.substr(0, dot));
+    return parent.is_object() && parent.contains(path.substr(dot == std::string::npos ? 0 : dot + 1));
+  }
   int64_t integer(const std::string& path, int64_t lo, int64_t hi) const {
     const json& v = at(path);
     if (!v.is_number_integer()) fail(path, "must be an integer");
@@ -145,7 +150,8 @@ Profile parse_profile(const std::string& text, const std::string& file) {
   if (!looks_like_iso_date(p.date)) r.fail("date", "must be an ISO 8601 date (YYYY-MM-DD...), got \"" + p.date + "\"");
 
   r.object("coefficients", {"overhead_s", "linear_s_per_token", "weight_floor_s", "attn_s_per_unit",
-                            "kv_read_s_per_token", "per_seq_s", "allreduce_s_per_token"});
+                            "kv_read_s_per_token", "per_seq_s", "allreduce_s_per_token", "expert_read_s",
+                            "expert_miss"});
   CostCoefficients& c = p.coefficients;
   c.overhead_s = r.num("coefficients.overhead_s", 0, kMaxSeconds);
   c.linear_s_per_token = r.num("coefficients.linear_s_per_token", 0, kMaxSeconds);
@@ -154,6 +160,12 @@ Profile parse_profile(const std::string& text, const std::string& file) {
   c.kv_read_s_per_token = r.num("coefficients.kv_read_s_per_token", 0, kMaxSeconds);
   c.per_seq_s = r.num("coefficients.per_seq_s", 0, kMaxSeconds);
   c.allreduce_s_per_token = r.num("coefficients.allreduce_s_per_token", 0, kMaxSeconds);
+  if (r.has("coefficients.expert_read_s") != r.has("coefficients.expert_miss"))
+    r.fail("coefficients", "fields 'expert_read_s' and 'expert_miss' (mixture of experts) go together");
+  if (r.has("coefficients.expert_read_s")) {
+    c.expert_read_s = r.num("coefficients.expert_read_s", 0, kMaxSeconds);
+    c.expert_miss = r.num("coefficients.expert_miss", 0, 1);
+  }
   if (c.overhead_s + c.linear_s_per_token + c.weight_floor_s + c.per_seq_s <= 0)
     r.fail("coefficients", "must price a step above zero (overhead, linear, floor and per-sequence terms are all 0)");
 
@@ -173,13 +185,19 @@ Profile read_profile(const std::string& path) {
 }
 
 json to_json(const CostCoefficients& c) {
-  return {{"overhead_s", c.overhead_s},
-          {"linear_s_per_token", c.linear_s_per_token},
-          {"weight_floor_s", c.weight_floor_s},
-          {"attn_s_per_unit", c.attn_s_per_unit},
-          {"kv_read_s_per_token", c.kv_read_s_per_token},
-          {"per_seq_s", c.per_seq_s},
-          {"allreduce_s_per_token", c.allreduce_s_per_token}};
+  json j = {{"overhead_s", c.overhead_s},
+            {"linear_s_per_token", c.linear_s_per_token},
+            {"weight_floor_s", c.weight_floor_s},
+            {"attn_s_per_unit", c.attn_s_per_unit},
+            {"kv_read_s_per_token", c.kv_read_s_per_token},
+            {"per_seq_s", c.per_seq_s},
+            {"allreduce_s_per_token", c.allreduce_s_per_token}};
+  // Only for a MoE with routing figures, so dense profiles are unchanged.
+  if (c.expert_read_s > 0) {
+    j["expert_read_s"] = c.expert_read_s;
+    j["expert_miss"] = c.expert_miss;
+  }
+  return j;
 }
 
 json to_json(const Profile& p) {

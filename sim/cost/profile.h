@@ -40,6 +40,13 @@ struct CostCoefficients {
   double kv_read_s_per_token = 0;    // per token of context whose K and V are read
   double per_seq_s = 0;              // per scheduled sequence: logits (lm_head) and sampling
   double allreduce_s_per_token = 0;  // TP all-reduce bytes; fitted profiles fold it into linear
+  // Mixture of experts (optional, 0 for dense models): a step of n tokens
+  // also reads the routed experts one token does not touch, expert_read_s *
+  // (expert_miss - expert_miss^n), inside the weight floor, where
+  // expert_read_s streams all routed experts of a shard and expert_miss =
+  // 1 - k/E (ModelSpec::extra_expert_bytes_read).
+  double expert_read_s = 0;
+  double expert_miss = 0;
   friend bool operator==(const CostCoefficients&, const CostCoefficients&) = default;
 };
 

@@ -45,6 +45,8 @@ const char* kModels =
     "    tied_embeddings: false\n"
     "    params: 30532122624\n"
     "    active_params: 3353032704\n"
+    "    experts: 128\n"
+    "    experts_per_token: 8\n"
     "    dtype_bytes: 2\n";
 
 }  // namespace
@@ -83,6 +85,8 @@ TEST_CASE("replay runs a model and GPU given by file, and refuses a bad file bef
   REQUIRE(r.rc == 0);
   const json rep = report_of(dir + "/o");
   CHECK(rep["scenario"]["model_spec"]["active_params"] == int64_t{3353032704});
+  CHECK(rep["scenario"]["model_spec"]["experts"] == 128);
+  CHECK(rep["scenario"]["cost_model"]["coefficients"]["expert_miss"] == 0.9375);
   CHECK(rep["scenario"]["gpu_spec"]["name"] == "my-pro-6000");
   CHECK(rep["scenario"]["model_file"] == mf);
   CHECK(rep["kv_cache"]["bytes_per_block"] == 2 * 4 * 128 * 2 * 48 * 16);

@@ -103,6 +103,23 @@ TEST_CASE("bad catalog YAML names the file, line and field", "[catalog]") {
   CHECK_THROWS_WITH(parse_model_catalog(with("hidden: 64", "hiden: 64"), "m.yaml"), Contains("unknown field 'hiden'"));
   CHECK_THROWS_WITH(parse_model_catalog("models: [", "m.yaml"), Contains("m.yaml:") && Contains("invalid YAML"));
   CHECK_THROWS_WITH(parse_gpu_catalog("gpus: {}", "g.yaml"), Contains("g.yaml:1:") && Contains("'gpus' list"));
+  // MoE routing figures: both or neither, only on a MoE, top-k below E, and
+  // consistent with the parameter counts.
+  const std::string moe = with("    dtype_bytes: 2\n", "    dtype_bytes: 2\n    active_params: 140000\n");
+  auto moe_with = [&](const std::string& extra) { return moe + extra; };
+  const ModelSpec ok = parse_model_catalog(moe_with("    experts: 8\n    experts_per_token: 2\n"), "m.yaml").at(0);
+  CHECK(ok.routed_expert_params() == (200000 - 140000) * 8 / 6);
+  CHECK_THROWS_WITH(parse_model_catalog(moe_with("    experts: 8\n"), "m.yaml"),
+                    Contains("m.yaml:2:") && Contains("'experts' and 'experts_per_token'"));
+  CHECK_THROWS_WITH(parse_model_catalog(moe_with("    experts: 8\n    experts_per_token: 8\n"), "m.yaml"),
+                    Contains("m.yaml:16:") && Contains("'experts_per_token'"));
+  CHECK_THROWS_WITH(parse_model_catalog(base + "    experts: 8\n    experts_per_token: 2\n", "m.yaml"),
+                    Contains("m.yaml:14:") && Contains("needs 'active_params'"));
+  // 10 000 params outside one token's 1 of 2 experts imply 20 000 routed > 12 000 total.
+  CHECK_THROWS_WITH(parse_model_catalog(with("params: 200000", "params: 12000") +
+                                            "    active_params: 2000\n    experts: 2\n    experts_per_token: 1\n",
+                                        "m.yaml"),
+                    Contains("m.yaml:15:") && Contains("disagree"));
 }
 
 TEST_CASE("llama-3.1-8b on h100-sxm-80gb at gpu_mem_util 0.9: the pool by hand", "[kv_sizing]") {

@@ -4,12 +4,15 @@
 // model card of each repo named below). Also the MoE and MLA cost terms, the
 // fp8 KV cache, and user catalogs (--model-file / --gpu-file).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/base/error.h"
 #include "sim/cost/catalog.h"
@@ -171,6 +174,94 @@ TEST_CASE("an MoE computes with its active parameters and holds all of them in m
   in.model = &m;
   in.gpu = &g;
   CHECK(size_kv_pool(in).weight_bytes == int64_t{30532122624} * 2);
+}
+
+TEST_CASE("each MoE's routed experts, implied by its counts, match its architecture", "[catalog][moe]") {
+  // (params - active_params) / (1 - k/E) against the config figures:
+  // experts x (3 x hidden x moe_intermediate, or gpt-oss's biased
+  // gate_up + down) x MoE layers.
+  const int64_t gpt_oss_expert = 2880LL * 5760 + 5760 + 2880LL * 2880 + 2880;  // gate_up_proj, down_proj with biases
+  const std::pair<const char*, int64_t> want[] = {
+      {"qwen3-30b-a3b", 128LL * 3 * 2048 * 768 * 48},     // moe_intermediate_size 768, 48 layers
+      {"qwen3-235b-a22b", 128LL * 3 * 4096 * 1536 * 94},  // moe_intermediate_size 1536, 94 layers
+      {"deepseek-v3", 256LL * 3 * 7168 * 2048 * 58},      // 61 layers less first_k_dense_replace 3
+      {"gpt-oss-20b", gpt_oss_expert * 32 * 24},
+      {"gpt-oss-120b", gpt_oss_expert * 128 * 36},
+  };
+  for (const auto& [name, routed] : want) {
+    INFO(name);
+    CHECK(find_model(name).routed_expert_params() == routed);
+  }
+  for (const ModelSpec& m : model_catalog())
+    if (m.is_moe()) CHECK(m.has_routing());
+}
+
+TEST_CASE("a MoE step reads the union of its tokens' experts", "[catalog][cost_model][moe]") {
+  const ModelSpec& m = find_model("qwen3-30b-a3b");
+  const GpuSpec& g = find_gpu("h100-sxm-80gb");
+  const CostCoefficients c = roofline_coefficients(m, g, 1);
+  const double bw = 3.35e12 * 0.8;
+  // One token reads its 8 experts: the floor is the active weights' read.
+  CHECK(weight_floor_seconds(c, 1) == c.weight_floor_s);
+  // A decode batch of 64 touches 128 x (1 - (120/128)^64) = 125.9 experts
+  // per layer: about 59.5 GB, not the 6.1 GB of 8 experts (hand-computed:
+  // 2.46 GB of attention, router and lm_head + 57.98 GB x 0.984 of experts).
+  const double routed_bytes = 28991029248.0 * 2;
+  const double others = (3353032704.0 - 151936.0 * 2048) * 2 - routed_bytes * 8 / 128;
+  const double union64 = 1 - std::pow(120.0 / 128, 64);
+  CHECK(weight_floor_seconds(c, 64) * bw == Approx(others + routed_bytes * union64).epsilon(1e-9));
+  CHECK(weight_floor_seconds(c, 64) * bw == Approx(59.5e9).epsilon(0.005));
+  // Monotone in the batch, and bounded by reading every weight once.
+  double last = 0;
+  for (double n : {1.0, 2.0, 4.0, 16.0, 64.0, 512.0, 8192.0}) {
+    const double f = weight_floor_seconds(c, n);
+    CHECK(f > last);
+    last = f;
+  }
+  CHECK(last * bw == Approx(others + routed_bytes).epsilon(1e-9));
+  // TP splits the experts like every weight.
+  const CostCoefficients c4 = roofline_coefficients(m, g, 4);
+  CHECK(weight_floor_seconds(c4, 64) == Approx(weight_floor_seconds(c, 64) / 4));
+  // A dense model's floor does not move with the batch.
+  const CostCoefficients d = roofline_coefficients(find_model("llama-3.1-8b"), g, 1);
+  CHECK(d.expert_read_s == 0);
+  CHECK(weight_floor_seconds(d, 4096) == d.weight_floor_s);
+}
+
+TEST_CASE("the expected expert union agrees with routing sampled token by token", "[catalog][moe]") {
+  // An independent plain count: n tokens each pick k distinct experts of E
+  // uniformly (a partial Fisher-Yates shuffle), and the distinct experts
+  // touched are counted, averaged over many layers.
+  const ModelSpec& m = find_model("qwen3-30b-a3b");
+  const int E = m.experts, k = m.experts_per_token;
+  uint64_t state = 42;
+  auto next = [&](uint64_t bound) {  // SplitMix64, then a multiply-shift into [0, bound)
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(z) * bound) >> 64);
+  };
+  const double per_expert = m.routed_expert_bytes() / E;
+  for (int n : {2, 8, 37, 256}) {
+    const int layers = 4000;
+    double touched = 0;
+    std::vector<int> perm(E);
+    for (int l = 0; l < layers; ++l) {
+      std::vector<bool> hit(E, false);
+      for (int t = 0; t < n; ++t) {
+        for (int i = 0; i < E; ++i) perm[i] = i;
+        for (int i = 0; i < k; ++i) {
+          std::swap(perm[i], perm[i + static_cast<int>(next(E - i))]);
+          hit[perm[i]] = true;
+        }
+      }
+      for (bool h : hit) touched += h;
+    }
+    const double sampled = touched / layers - k;  // beyond one token's k
+    INFO("n = " << n);
+    CHECK(m.extra_expert_bytes_read(n) / per_expert == Approx(sampled).epsilon(0.01));
+  }
 }
 
 TEST_CASE("a quantized checkpoint's weight read scales with its bytes per parameter", "[catalog][cost_model]") {

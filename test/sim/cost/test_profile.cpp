@@ -53,6 +53,25 @@ TEST_CASE("a profile written and read back is equal, byte for byte on rewrite", 
   CHECK(!std::filesystem::exists(path + ".tmp"));
 }
 
+TEST_CASE("a MoE profile keeps its expert terms; a dense one has none in its JSON", "[profile][moe]") {
+  Profile p = sample_profile();
+  CHECK(!to_json(p)["coefficients"].contains("expert_read_s"));
+  p.model = "qwen3-30b-a3b";
+  p.coefficients.expert_read_s = 0.0216;
+  p.coefficients.expert_miss = 0.9375;
+  const std::string text = profile_text(p);
+  CHECK(parse_profile(text, "moe.json") == p);
+  std::string half = text;
+  replace(half, "\"expert_miss\": 0.9375", "\"expert_missing\": 0.9375");
+  CHECK_THROWS_WITH(parse_profile(half, "moe.json"), Contains("coefficients.expert_missing"));
+  std::string alone = text;
+  replace(alone, ",\n    \"expert_miss\": 0.9375", "");
+  CHECK_THROWS_WITH(parse_profile(alone, "moe.json"), Contains("'expert_read_s' and 'expert_miss'"));
+  std::string over = text;
+  replace(over, "\"expert_miss\": 0.9375", "\"expert_miss\": 1.5");
+  CHECK_THROWS_WITH(parse_profile(over, "moe.json"), Contains("coefficients.expert_miss"));
+}
+
 TEST_CASE("bad profiles are refused naming the file, the line and the field", "[profile]") {
   const std::string good = profile_text(sample_profile());
   CHECK(parse_profile(good, "p.json") == sample_profile());
