@@ -27,8 +27,9 @@ std::string fmt(const char* f, double x) {
   return buf;
 }
 
+// Pads a column to `width`, and always leaves one space after a longer name.
 std::string pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
+  s.append(s.size() < width ? width - s.size() : 1, ' ');
   return s;
 }
 

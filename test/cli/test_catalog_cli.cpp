@@ -163,3 +163,24 @@ TEST_CASE("the report states which cost model produced the times and its known e
   CHECK(prof["known_error"]["step_mape_held_out"].get<double>() > 0);
   CHECK(read_file(dir + "/prof/summary.md").find("profile cost model: held-out step MAPE") != std::string::npos);
 }
+
+TEST_CASE("the example user catalog (examples/catalog) is valid and runs", "[cli][catalog]") {
+  // test/data/../../examples/catalog: the files the README and the notes use.
+  const std::string dir = data_path("../../examples/catalog");
+  const std::string mf = dir + "/models.yaml", gf = dir + "/gpus.yaml";
+  for (const std::string& f : {mf, gf}) {
+    auto c = run_cli({"catalog", "--check", f});
+    INFO(c.err);
+    CHECK(c.rc == 0);
+  }
+  const std::string out = temp_dir("catalog-example") + "/o";
+  auto r = run_cli({"replay", "--requests", "50", "--model-file", mf, "--model", "qwen3-30b-a3b-instruct-2507",
+                    "--gpu-file", gf, "--gpu", "rtx-pro-6000-ws", "--out", out});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  // Its figures are the built-in Qwen3-30B-A3B's: the same KV bytes and routing.
+  const json rep = report_of(out);
+  CHECK(rep["scenario"]["model_spec"]["experts"] == 128);
+  CHECK(rep["scenario"]["model_spec"]["params"] == int64_t{30532122624});
+  CHECK(rep["kv_cache"]["bytes_per_block"] == 2 * 4 * 128 * 2 * 48 * 16);
+}
