@@ -153,13 +153,16 @@ class RefVllmLru final : public ReferenceCache {
     return hit;
   }
   bool cached(uint64_t x) const override {
-    std::set<uint64_t> since;
+    // The distinct objects since x's last access, at most cap_ of them
+    // before the walk stops: a small vector searched linearly (a std::set
+    // allocated per call made this reference the suite's slowest test).
+    since_.clear();
     size_t j = 0;
     for (size_t k = history_.size(); k-- > 0;) {
-      if (history_[k] == x) return j + since.size() <= cap_;
+      if (history_[k] == x) return j + since_.size() <= cap_;
       ++j;
-      since.insert(history_[k]);
-      if (j + since.size() > cap_) return false;
+      if (std::find(since_.begin(), since_.end(), history_[k]) == since_.end()) since_.push_back(history_[k]);
+      if (j + since_.size() > cap_) return false;
     }
     return false;
   }
@@ -174,6 +177,7 @@ class RefVllmLru final : public ReferenceCache {
  private:
   size_t cap_;
   std::vector<uint64_t> history_;
+  mutable std::vector<uint64_t> since_;  // cached()'s scratch
 };
 
 // GreedyDual with size 1: K = L + frequency x cost.
