@@ -103,6 +103,7 @@ VidurMlpTable parse_vidur_mlp(const std::string& text, const std::string& file) 
 std::string vidur_gpu_catalog_name(const std::string& vidur_gpu) {
   if (vidur_gpu == "h100") return "h100-sxm-80gb";  // Vidur's H100s are SXM (DGX) parts
   if (vidur_gpu == "a100") return "a100-80gb";
+  if (vidur_gpu == "a40") return "a40-48gb";
   return "";
 }
 

@@ -42,7 +42,7 @@ TEST_CASE("every catalog entry loads with the names the issue asks for", "[catal
                                         "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-20b",
                                         "gpt-oss-120b", "mistral-7b", "llama-2-7b", "llama-2-70b"});
   CHECK(gpus == std::set<std::string>{"h100-sxm-80gb", "h200-141gb", "a100-80gb", "l40s-48gb", "rtx-4090-24gb", "b200",
-                                      "rtx-pro-6000-96gb", "l4-24gb", "mi300x-192gb", "a10g-24gb", "h20-96gb"});
+                                      "rtx-pro-6000-96gb", "l4-24gb", "mi300x-192gb", "a10g-24gb", "h20-96gb", "a40-48gb"});
   for (const GpuSpec& g : gpu_catalog()) {
     INFO(g.name);
     CHECK(g.memory_bytes > (int64_t{20} << 30));

@@ -155,6 +155,13 @@ TEST_CASE("the built-in GPUs the issue names are there with their datasheet figu
   CHECK(h20.hbm_bandwidth == 4.0e12);
   CHECK(h20.peak_bf16_flops == 148e12);
   CHECK(h20.interconnect_bandwidth == 450e9);
+  // NVIDIA A40 (the GPU Vidur profiled besides A100 and H100): 48 GB GDDR6,
+  // 696 GB/s, BF16 299.4 TFLOPS with sparsity = 149.7 dense, 84 SMs.
+  const GpuSpec& a40 = find_gpu("a40-48gb");
+  CHECK(a40.memory_bytes == int64_t{48000000000});
+  CHECK(a40.hbm_bandwidth == 696e9);
+  CHECK(a40.peak_bf16_flops == 149.7e12);
+  CHECK(a40.sm_count == 84);
   // Already there: L40S and B200.
   CHECK(find_gpu("l40s-48gb").hbm_bandwidth == 864e9);
   CHECK(find_gpu("b200").hbm_bandwidth == 8.0e12);

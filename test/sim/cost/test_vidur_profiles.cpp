@@ -39,7 +39,8 @@ TEST_CASE("the Vidur reader takes operators, shape and rows from an mlp.csv", "[
   CHECK(match_vidur_model(t)->name == "llama-3.1-8b");
   CHECK(vidur_gpu_catalog_name("h100") == "h100-sxm-80gb");
   CHECK(vidur_gpu_catalog_name("a100") == "a100-80gb");
-  CHECK(vidur_gpu_catalog_name("a40").empty());
+  CHECK(vidur_gpu_catalog_name("a40") == "a40-48gb");
+  CHECK(vidur_gpu_catalog_name("v100").empty());
 }
 
 TEST_CASE("the Vidur fit recovers each operator and the whole step on held-out rows", "[vidur]") {
@@ -138,5 +139,5 @@ TEST_CASE("the profiles fitted from Vidur's data are valid, named for their run 
     CHECK(p.fit.held_out_samples > 40);
     CHECK(p.fit.mape_held_out < 0.06);
   }
-  CHECK(n == 24);  // llama-2-7b/70b on a100 and h100, llama-3.1-8b/70b on a100, TP 1, 2, 4, 8
+  CHECK(n == 32);  // llama-2-7b/70b on a100, a40 and h100, llama-3.1-8b/70b on a100, TP 1, 2, 4, 8
 }
