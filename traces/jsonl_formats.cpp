@@ -9,6 +9,7 @@
 
 #include "traces/jsonl_source.h"
 #include "traces/mooncake_scan.h"
+#include "traces/native_scan.h"
 
 namespace prefixsim {
 namespace {
@@ -43,6 +44,10 @@ class NativeSource final : public JsonlSource {
 
  protected:
   const char* time_key() const override { return "t"; }
+
+  bool parse_fast(std::string_view text, const JsonFields&, long line, Request& out) override {
+    return scan_native_line(text, opts().trace_block_size, line, out);
+  }
 
   void parse(simdjson::dom::object obj, const JsonFields& f, long line, Request& out) override {
     enum { kId, kT, kTokens, kIds, kBlockSize, kPromptLen, kOutLen, kOutTokens, kSession, kSalt, kLora, kMm };
