@@ -34,8 +34,10 @@
 // form a cycle, and the engine never waits for a request it has not seen).
 // The set of ids read so far is kept for that (one string per request).
 #include <limits>
-#include <unordered_set>
 
+#include "traces/agentic_scan.h"
+#include "traces/string_set.h"
+#include "traces/json_scan.h"
 #include "traces/jsonl_source.h"
 
 namespace prefixsim {
@@ -50,6 +52,24 @@ class AgenticMooncakeSource final : public JsonlSource {
 
  protected:
   const char* time_key() const override { return "timestamp"; }
+
+  // The fast path (agentic_scan.h): the row's fields, then parse()'s rules
+  // and checks of earlier ids; a row that breaks one is left to parse().
+  bool parse_fast(std::string_view text, const JsonFields&, long, Request& out) override {
+    AgenticRow row;
+    if (!scan_agentic_line(text, out, row) || out.hash_ids.empty()) return false;
+    if (row.output_tokens && out.output_tokens.size() != static_cast<size_t>(out.output_len)) return false;
+    const double arrival_s = row.timestamp_ms / 1000.0, wait_s = (row.delay_ms + row.tool_wait_ms) / 1000.0;
+    if (arrival_s > json_scan::kMaxSeconds || wait_s > json_scan::kMaxSeconds) return false;
+    for (const std::string& id : out.wait_for)
+      if (!seen_ids_.contains(id)) return false;
+    if (!seen_ids_.insert(out.id)) return false;  // the last check: nothing to undo
+    out.arrival = json_scan::ns_of_seconds(arrival_s);
+    if (!out.wait_for.empty()) out.wait_after = json_scan::ns_of_seconds(wait_s);
+    out.awaitable = true;
+    out.trace_block_size = block_size_;
+    return true;
+  }
 
   void parse(simdjson::dom::object obj, const JsonFields& f, long, Request& out) override {
     enum {
@@ -86,7 +106,7 @@ class AgenticMooncakeSource final : public JsonlSource {
         for (simdjson::dom::element x : f.get_array(v, k)) {
           const std::string at = "wait_for[" + std::to_string(i++) + "]";
           std::string id(f.get_string(x, at));
-          if (!seen_ids_.count(id))
+          if (!seen_ids_.contains(id))
             f.fail("field \"" + at + "\": \"" + id + "\" is not the request_id of an earlier line");
           out.wait_for.push_back(std::move(id));
         }
@@ -126,7 +146,7 @@ class AgenticMooncakeSource final : public JsonlSource {
              " tokens but \"output_length\" is " + std::to_string(out.output_len));
     const TimeNs wait = seconds_to_ns(f, (delay_ms + tool_wait_ms) / 1000.0, "delay\" + \"tool_wait_ms");
     if (!out.wait_for.empty()) out.wait_after = wait;
-    if (!seen_ids_.insert(out.id).second)
+    if (!seen_ids_.insert(out.id))
       f.fail("field \"request_id\": \"" + out.id + "\" appears on an earlier line too");
     out.awaitable = true;
     out.trace_block_size = block_size_;
@@ -136,7 +156,7 @@ class AgenticMooncakeSource final : public JsonlSource {
 
  private:
   int32_t block_size_;
-  std::unordered_set<std::string> seen_ids_;
+  StringSet seen_ids_;  // every request_id so far
 };
 
 }  // namespace

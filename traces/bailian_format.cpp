@@ -23,8 +23,10 @@
 // are errors naming file, line and field.
 #include <cmath>
 #include <cstdint>
+#include <memory_resource>
 #include <unordered_map>
 
+#include "traces/bailian_scan.h"
 #include "traces/jsonl_source.h"
 
 namespace prefixsim {
@@ -39,6 +41,13 @@ class BailianSource final : public JsonlSource {
 
  protected:
   const char* time_key() const override { return "timestamp"; }
+
+  bool parse_fast(std::string_view text, const JsonFields&, long, Request& out) override {
+    BailianRow row;
+    if (!scan_bailian_line(text, out, row)) return false;  // it also declines what parse() rejects
+    finish(row.chat, row.parent, out);
+    return true;
+  }
 
   void parse(simdjson::dom::object obj, const JsonFields& f, long, Request& out) override {
     enum { kChat, kParent, kTimestamp, kInput, kOutput, kType, kTurn, kIds, kCount };
@@ -86,8 +95,14 @@ class BailianSource final : public JsonlSource {
       if (!seen[bit]) f.fail(std::string("missing field \"") + key + "\"");
     if (out.hash_ids.empty()) f.fail("field \"hash_ids\" is empty");
     if (parent == chat) f.fail("field \"parent_chat_id\": a chat cannot be its own parent");
+    finish(chat, parent, out);
+  }
+
+ private:
+  // What both paths add to a row: block size, id, and the session.
+  void finish(int64_t chat, int64_t parent, Request& out) {
     out.trace_block_size = block_size_;
-    out.id = std::to_string(chat);
+    assign_decimal(out.id, chat);
     // The conversation: the root of the parent chain, as far as it was seen.
     int64_t root = chat;
     if (parent >= 0) {
@@ -95,14 +110,17 @@ class BailianSource final : public JsonlSource {
       root = it == root_of_.end() ? parent : it->second;
     }
     root_of_[chat] = root;
-    out.session = std::to_string(root);
+    assign_decimal(out.session, root);
     // Request::validate (called by the line loop) checks
     // len(hash_ids) == ceil(input_length / trace_block_size).
   }
 
- private:
   int32_t block_size_;
-  std::unordered_map<int64_t, int64_t> root_of_;  // chat -> its conversation's first chat (8 B x 2 per chat)
+  // chat -> its conversation's first chat (8 B x 2 per chat, plus a node's
+  // and a bucket's overhead). Its nodes come from a pool, not one malloc a
+  // line: they live as long as the reader anyway.
+  std::pmr::monotonic_buffer_resource pool_;
+  std::pmr::unordered_map<int64_t, int64_t> root_of_{&pool_};
 };
 
 }  // namespace

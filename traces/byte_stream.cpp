@@ -10,6 +10,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "sim/base/error.h"
 #include "sim/base/input_limits.h"
 #include "sim/base/interrupt.h"
@@ -203,8 +207,34 @@ std::unique_ptr<PeekStream> decompressed(std::unique_ptr<PeekStream> raw, const 
 
 std::unique_ptr<PeekStream> open_byte_stream(const std::string& path) { return decompressed(open_raw(path), path); }
 
+namespace {
+
+// The first '\n' in [p, end), or nullptr. Sixteen bytes a step (SSE2):
+// lines of a few hundred bytes cost glibc's memchr more in its call and
+// set-up than in the search (~8% of reading a Mooncake trace). Reads up
+// to 15 bytes past `end`: LineReader's buffer has that slack.
+const char* find_newline(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i nl = _mm_set1_epi8('\n');
+  for (; p < end; p += 16) {
+    const unsigned m = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), nl)));
+    if (m) {
+      const char* q = p + __builtin_ctz(m);
+      return q < end ? q : nullptr;
+    }
+  }
+  return nullptr;
+#else
+  return static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+#endif
+}
+
+constexpr size_t kNewlineSlack = 16;  // find_newline's reads past the data
+
+}  // namespace
+
 LineReader::LineReader(std::unique_ptr<ByteStream> in, size_t padding)
-    : in_(std::move(in)), padding_(padding), cap_(1 << 20) {
+    : in_(std::move(in)), padding_(std::max(padding, kNewlineSlack)), cap_(1 << 20) {
   buf_ = std::make_unique<char[]>(cap_ + padding_);
 }
 
@@ -237,9 +267,9 @@ bool LineReader::fill() {
 bool LineReader::next(std::string_view& line) {
   size_t scanned = begin_;
   for (;;) {
-    const void* nl = std::memchr(buf_.get() + scanned, '\n', end_ - scanned);
+    const char* nl = find_newline(buf_.get() + scanned, buf_.get() + end_);
     if (nl) {
-      const size_t pos = static_cast<size_t>(static_cast<const char*>(nl) - buf_.get());
+      const size_t pos = static_cast<size_t>(nl - buf_.get());
       size_t len = pos - begin_;
       if (len > 0 && buf_[begin_ + len - 1] == '\r') --len;
       line = std::string_view(buf_.get() + begin_, len);

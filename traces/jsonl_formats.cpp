@@ -9,6 +9,7 @@
 
 #include "traces/jsonl_source.h"
 #include "traces/mooncake_scan.h"
+#include "traces/native_scan.h"
 
 namespace prefixsim {
 namespace {
@@ -43,6 +44,10 @@ class NativeSource final : public JsonlSource {
 
  protected:
   const char* time_key() const override { return "t"; }
+
+  bool parse_fast(std::string_view text, const JsonFields&, long line, Request& out) override {
+    return scan_native_line(text, opts().trace_block_size, line, out);
+  }
 
   void parse(simdjson::dom::object obj, const JsonFields& f, long line, Request& out) override {
     enum { kId, kT, kTokens, kIds, kBlockSize, kPromptLen, kOutLen, kOutTokens, kSession, kSalt, kLora, kMm };
@@ -92,7 +97,7 @@ class NativeSource final : public JsonlSource {
       }
     }
     if (!seen.has(kT)) f.fail("missing field \"t\" (arrival time in seconds)");
-    if (!seen.has(kId)) out.id = std::to_string(line);
+    if (!seen.has(kId)) assign_decimal(out.id, line);
     if (seen.has(kTokens) == seen.has(kIds)) f.fail("a request needs exactly one of \"tokens\" and \"hash_ids\"");
     if (seen.has(kIds)) {
       if (!seen.has(kBlockSize)) block_size = opts().trace_block_size;
@@ -178,7 +183,7 @@ class MooncakeSource final : public JsonlSource {
     out.prompt_len = m.input_length;
     out.output_len = m.output_length;
     out.trace_block_size = block_size_;
-    out.id = std::to_string(line);
+    assign_decimal(out.id, line);
     return true;
   }
 
@@ -211,7 +216,7 @@ class MooncakeSource final : public JsonlSource {
     if (!seen.has(kIds)) f.fail("missing field \"hash_ids\"");
     if (out.hash_ids.empty()) f.fail("field \"hash_ids\" is empty");
     out.trace_block_size = block_size_;
-    out.id = std::to_string(line);
+    assign_decimal(out.id, line);
     // Request::validate (called by the line loop) checks
     // len(hash_ids) == ceil(input_length / trace_block_size).
   }

@@ -11,6 +11,7 @@
 
 #include <simdjson.h>
 
+#include <charconv>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -64,6 +65,15 @@ class SeenFields {
 // A trace's arrival time in seconds as int64 nanoseconds; a time past about
 // 292 years (the int64 range) fails naming `key`.
 TimeNs seconds_to_ns(const JsonFields& f, double s, const char* key);
+
+// `s` = the decimal text of `v`, written into s's own buffer (a request id
+// from a line number or a chat id: no temporary string per line).
+inline void assign_decimal(std::string& s, int64_t v) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  (void)ec;
+  s.assign(buf, end);
+}
 
 // Largest accepted prompt or output, in tokens: beyond this a length is a
 // corrupt field, not a request.

@@ -1,52 +1,14 @@
 #include "traces/mooncake_scan.h"
 
-#include <cstring>
+#include "traces/json_scan_lists.h"
 
 namespace prefixsim {
-namespace {
-
-struct Cursor {
-  const char* p;
-  const char* end;
-  void skip_ws() {
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) ++p;
-  }
-  bool eat(char c) {
-    if (p == end || *p != c) return false;
-    ++p;
-    return true;
-  }
-  // The key `name` (given with its closing quote) right at the cursor.
-  template <size_t N>
-  bool eat_key(const char (&name)[N]) {
-    if (static_cast<size_t>(end - p) < N - 1 || std::memcmp(p, name, N - 1) != 0) return false;
-    p += N - 1;
-    return true;
-  }
-};
-
-bool is_digit(char c) { return static_cast<unsigned>(c - '0') <= 9; }
-
-// A JSON integer with no sign, fraction or exponent and at most max_digits
-// digits (at most 19, so it fits in 64 bits); no leading zero but in "0".
-// What follows is left to the grammar (a ',', ']', '}' or whitespace).
-bool scan_uint(Cursor& c, long max_digits, uint64_t& v) {
-  const char* const start = c.p;
-  const char* q = start;
-  const char* const stop = c.end - start > max_digits ? start + max_digits : c.end;
-  uint64_t x = 0;
-  while (q < stop && is_digit(*q)) x = x * 10 + static_cast<uint64_t>(*q++ - '0');
-  if (q == start || (q < c.end && is_digit(*q))) return false;  // no digit, or too many
-  if (*start == '0' && q - start > 1) return false;              // a leading zero: not JSON
-  c.p = q;
-  v = x;
-  return true;
-}
-
-}  // namespace
+using json_scan::Cursor;
+using json_scan::scan_ids;
+using json_scan::scan_uint;
 
 bool scan_mooncake_line(std::string_view line, int64_t max_tokens, MooncakeLine& out, std::vector<uint64_t>& ids) {
-  Cursor c{line.data(), line.data() + line.size()};
+  Cursor c(line);
   ids.clear();
   c.skip_ws();
   if (!c.eat('{')) return false;
@@ -67,16 +29,9 @@ bool scan_mooncake_line(std::string_view line, int64_t max_tokens, MooncakeLine&
     c.skip_ws();
     uint64_t v = 0;
     if (key == 0) {
-      if (!c.eat('[')) return false;
-      c.skip_ws();
-      for (;;) {  // at least one id: an empty list is the slow path's error
-        if (!scan_uint(c, 19, v)) return false;
-        ids.push_back(v);
-        c.skip_ws();
-        if (c.eat(']')) break;
-        if (!c.eat(',')) return false;
-        c.skip_ws();
-      }
+      // At least one id: an empty list is the slow path's error, and so is
+      // a list of 2^24 - 1 or more ("too many ids").
+      if (!scan_ids(c, ids) || ids.empty() || ids.size() >= 0xFFFFFF) return false;
     } else {
       // Lengths: 9 digits hold kMaxTokens; the timestamp: 12 digits of
       // milliseconds (31 years) stay far below seconds_to_ns's bound.

@@ -6,7 +6,8 @@
 // without escapes; integers without sign, fraction, exponent or leading
 // zeros, short enough not to overflow (timestamp up to 12 digits, lengths
 // within the reader's bounds, ids up to 19 digits); JSON whitespace — and
-// declines anything else, which the simdjson path then parses, with its
+// declines anything else (its pieces, shared with the other JSONL readers'
+// fast paths, are in json_scan.h and json_scan_lists.h), which the simdjson path then parses, with its
 // error messages for what is wrong. So a line gives the same Request, or the
 // same error, on either path (test_mooncake_scan checks this against
 // simdjson on mutated lines).
@@ -32,6 +33,7 @@ struct MooncakeLine {
 
 // Fills `line_out` and `ids` (cleared first) and returns true when `line` is
 // in the subset above; returns false (contents unspecified) otherwise.
+// `line` must be followed by json_scan::kScanPadding readable bytes.
 // Lengths are checked against [1, max_tokens] and [0, max_tokens], and at
 // least one id is required: a line outside those is declined too.
 bool scan_mooncake_line(std::string_view line, int64_t max_tokens, MooncakeLine& line_out,

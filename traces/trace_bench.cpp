@@ -7,11 +7,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
 #include "sim/base/error.h"
-#include "sim/base/mix.h"
+#include "traces/bench_traces.h"
 #include "traces/byte_stream.h"
 #include "traces/trace_reader.h"
 
@@ -65,6 +66,10 @@ struct BenchFiles {
   }
   BenchFiles(const BenchFiles&) = delete;
   BenchFiles& operator=(const BenchFiles&) = delete;
+  // dir/name, written from `text` on first use.
+  void write_plain(const std::string& name, const std::string& text) {
+    if (!fs::exists(dir + "/" + name)) std::ofstream(dir + "/" + name, std::ios::binary) << text;
+  }
   // dir/name(.gz|.zst), written from `text` on first use.
   void write_all(const std::string& name, const std::string& text) {
     if (fs::exists(dir + "/" + name)) return;
@@ -86,13 +91,13 @@ struct ReadCost {
 
 // Reads `path` `passes` times, each from a fresh open as a replay does
 // (page-cached after the first pass: this measures parsing, not the disk).
-ReadCost read_passes(const std::string& path, int passes) {
+ReadCost read_passes(const std::string& path, int passes, const TraceOptions& opts = {}) {
   ReadCost c;
   Request r;
   const double cpu0 = process_cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < passes; ++i) {
-    auto src = open_trace(path, {});
+    auto src = open_trace(path, opts);
     while (src->next(r)) ++c.requests;
   }
   c.cpu_s = process_cpu_seconds() - cpu0;
@@ -133,6 +138,50 @@ void measure(const std::string& tag, const std::string& text, int passes, std::v
   out.push_back({tag + "_unzstd_alone_mb_per_cpu_s", mb / decode_cpu_s(base + ".zst", passes), "MB/CPU-s"});
 }
 
+// One reader on one input, plain only: MB of JSONL per CPU second (the
+// decompressors cost the same whatever the format; the Mooncake rows show
+// them).
+void measure_plain(const std::string& tag, const std::string& text, const TraceOptions& opts, int passes,
+                   std::vector<BenchMetric>& out) {
+  BenchFiles& files = bench_files();
+  files.write_plain(tag + ".jsonl", text);
+  const ReadCost plain = read_passes(files.dir + "/" + tag + ".jsonl", passes, opts);
+  out.push_back({tag + "_mb_per_cpu_s", static_cast<double>(text.size()) * passes / 1e6 / plain.cpu_s, "MB/CPU-s"});
+}
+
+std::vector<Request> read_requests(const std::string& path) {
+  std::vector<Request> reqs;
+  auto src = open_trace(path, {});
+  Request r;
+  while (src->next(r)) reqs.push_back(r);
+  return reqs;
+}
+
+// The other JSONL readers on the requests of the Mooncake-format trace
+// `tag` (already written by measure()): `tag`_native, _agentic, _bailian
+// and _kvcache. The texts are made once per process.
+void measure_forms(const std::string& tag, int passes, std::vector<BenchMetric>& out) {
+  struct Forms {
+    std::string native, agentic, bailian, kvcache;
+  };
+  static std::map<std::string, Forms> made;
+  if (!made.count(tag)) {
+    const std::vector<Request> reqs = read_requests(bench_files().dir + "/" + tag + ".jsonl");
+    made[tag] = {as_native(reqs), as_agentic_mooncake(reqs), as_bailian(reqs), as_kvcache_jsonl(reqs)};
+  }
+  const Forms& f = made[tag];
+  TraceOptions o;
+  o.format = "native";
+  measure_plain(tag + "_native", f.native, o, passes, out);
+  o.format = "agentic-mooncake";
+  measure_plain(tag + "_agentic", f.agentic, o, passes, out);
+  o.format = "bailian";
+  o.trace_block_size = 512;  // Mooncake's blocks, not Bailian's 16 tokens
+  measure_plain(tag + "_bailian", f.bailian, o, passes, out);
+  o.format = "kvcache-tester";
+  measure_plain(tag + "_kvcache", f.kvcache, o, passes, out);
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
@@ -147,42 +196,28 @@ std::vector<BenchMetric> bench_trace_read(const BenchOptions& o) {
   // compressed forms.
   const std::string mooncake = o.shared_dir + "/traces/mooncake/conversation_trace.jsonl";
   const int passes = o.quick ? 2 : 10;
-  if (fs::exists(mooncake)) measure("mooncake", read_text(mooncake), passes, out);
+  if (fs::exists(mooncake)) {
+    measure("mooncake", read_text(mooncake), passes, out);
+    measure_forms("mooncake", passes, out);
+  }
   static const std::string ids19 = ids19_trace(o.quick ? 2'000 : 12'000);
   measure("ids19", ids19, o.quick ? 2 : 5, out);
+  measure_forms("ids19", o.quick ? 2 : 5, out);
+  static const std::string tokens = native_tokens_trace(o.quick ? 200 : 2'000);
+  TraceOptions native;
+  native.format = "native";
+  measure_plain("native_tokens", tokens, native, o.quick ? 1 : 3, out);
   return out;
 }
 
 }  // namespace
 
-std::string ids19_trace(int requests) {
-  std::string text;
-  uint64_t x = 0x9e3779b97f4a7c15ULL, next_id = 0;
-  auto rnd = [&x] { return x = mix64(x + 0x2545f4914f6cdd1dULL); };
-  auto id19 = [&next_id] { return 1'000'000'000'000'000'000ULL + mix64(++next_id) % 8'000'000'000'000'000'000ULL; };
-  std::vector<uint64_t> ids;
-  int turns_left = 0;
-  for (int i = 0; i < requests; ++i) {
-    if (turns_left == 0) {
-      ids.clear();
-      turns_left = 1 + static_cast<int>(rnd() % 6);
-    }
-    --turns_left;
-    const int fresh = 1 + static_cast<int>(rnd() % 24);
-    for (int k = 0; k < fresh; ++k) ids.push_back(id19());
-    const uint64_t input = ids.size() * 512 - rnd() % 512;
-    text += "{\"timestamp\": " + std::to_string(i * 37) + ", \"input_length\": " + std::to_string(input) +
-            ", \"output_length\": " + std::to_string(1 + rnd() % 800) + ", \"hash_ids\": [";
-    for (size_t k = 0; k < ids.size(); ++k) text += (k ? ", " : "") + std::to_string(ids[k]);
-    text += "]}\n";
-  }
-  return text;
-}
-
 std::vector<BenchCase> trace_bench_cases() {
   return {{"trace_read",
-           "read JSONL traces into requests, MB of JSONL per CPU second: the Mooncake conversation trace, and a "
-           "generated Mooncake-format trace of 19-digit hash ids (12,000 requests); each plain, gzip and zstd",
+           "read JSONL traces into requests, MB of JSONL per CPU second: the Mooncake conversation trace and a "
+           "generated Mooncake-format trace of 19-digit hash ids (12,000 requests), each plain, gzip and zstd, "
+           "and the same requests as native, agentic-Mooncake, Bailian and kv-cache-tester JSONL (plain); a "
+           "generated native trace of token prompts (2,000 requests)",
            bench_trace_read}};
 }
 

@@ -38,6 +38,11 @@ struct TraceOptions {
   // Accept JSONL whose timestamps go backwards by sorting it (stably) by
   // arrival. This buffers the whole trace in memory: it is not streaming.
   bool sort = false;
+  // Try each JSONL line with its format's fast path (a strict scanner of the
+  // plain line form, json_scan.h) before simdjson. Either path gives the same
+  // requests and errors; false (tests, benchmarks) reads every line with
+  // simdjson.
+  bool fast_scan = true;
 };
 
 // Opens `path` ("-" = stdin). Throws InputError ("FILE:LINE: message") for

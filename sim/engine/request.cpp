@@ -66,6 +66,11 @@ std::string Request::validate() const {
   if (identity_form()) {
     if (trace_block_size <= 0) return "trace block size must be positive";
     const int64_t k = static_cast<int64_t>(hash_ids.size());
+    // k == ceil(prompt_len / trace_block_size), without a division on the
+    // path every request of a trace takes (k <= 2^32 and a block size below
+    // 2^31 keep the products within int64).
+    if (k <= (int64_t{1} << 32) && (k - 1) * trace_block_size < prompt_len && prompt_len <= k * trace_block_size)
+      return {};
     const int64_t want = (prompt_len + trace_block_size - 1) / trace_block_size;
     if (k != want)
       return "hash_ids has " + std::to_string(k) + " ids but input_length " + std::to_string(prompt_len) +
@@ -77,6 +82,10 @@ std::string Request::validate() const {
   return {};
 }
 
+// clear() resets HashExtras field by field (keeping the salt's buffer for
+// the next request a reader parses); a new field must be reset there too.
+static_assert(sizeof(HashExtras) == sizeof(std::string) + 8 + sizeof(std::vector<MultimodalInput>));
+
 void Request::clear() {
   id.clear();
   arrival = 0;
@@ -87,7 +96,9 @@ void Request::clear() {
   output_len = 0;
   output_tokens.clear();
   session.clear();
-  extras = HashExtras{};
+  extras.salt.clear();  // field by field: the buffers stay for the next request
+  extras.lora = 0;
+  extras.mm.clear();
   warmup = false;
   wait_for.clear();
   wait_after = 0;
