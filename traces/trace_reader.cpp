@@ -1,5 +1,6 @@
 #include "traces/trace_reader.h"
 
+
 #include <simdjson.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include "sim/base/error.h"
 #include "traces/byte_stream.h"
+#include "traces/json_scan_lists.h"
 #include "traces/jsonl_source.h"
 #include "traces/kvcache_tester.h"
 
@@ -117,6 +119,9 @@ std::unique_ptr<RequestSource> open_trace(const std::string& path, const TraceOp
     expect_conversations(path, opts, "this tar archive");
     return open_kvcache_tar(path, std::move(bytes), opts);
   }
+  // The line scanners (json_scan_lists.h) read up to kScanPadding bytes past
+  // a line, as simdjson does: the padding serves both.
+  static_assert(simdjson::SIMDJSON_PADDING >= json_scan::kScanPadding);
   auto lines = std::make_unique<LineReader>(std::move(bytes), simdjson::SIMDJSON_PADDING);
   const std::string format = opts.format == "auto" ? detect_from_keys(path, *lines) : opts.format;
   if (format == "native") return make_native_source(path, std::move(lines), opts);
