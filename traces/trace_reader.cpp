@@ -1,6 +1,5 @@
 #include "traces/trace_reader.h"
 
-
 #include <simdjson.h>
 
 #include <cmath>
