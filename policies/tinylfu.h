@@ -150,7 +150,9 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
     ++count_[kWindow];
     node_[b].key = CountMinSketch::mix(info.hash);
     count(node_[b].key);
-    rebalance();
+    // Only the window grew, and it overflows only while the pool fills
+    // (afterwards evict() made room in it for this block).
+    if (count_[kWindow] > window_max_) rebalance();
   }
   void on_access(BlockId b, bool was_free) override {
     if (was_free) unlink(b);
@@ -164,7 +166,8 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
   }
   void on_release(BlockId b) override {
     push_back(seg_[b], b);
-    rebalance();
+    // An overflow that found no free block waited for this one.
+    if (count_[kProtected] > protected_max_ || count_[kWindow] > window_max_) rebalance();
   }
   BlockId evict() override {
     apply_counts();
@@ -182,7 +185,6 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
       const BlockId victim = main_victim();
       out = victim != kNoBlock ? take(victim) : take(front(kWindow));
     }
-    prefetch_next();
     return out;
   }
   size_t policy_bytes() const override { return node_.capacity() * sizeof(Node) + seg_.capacity() + sketch_.bytes(); }
@@ -211,21 +213,6 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
     while (count_[kProtected] > protected_max_ && !empty(kProtected)) move(front(kProtected), kProbation);
     while (count_[kWindow] > window_max_ && !empty(kWindow)) move(front(kWindow), kProbation);
   }
-  // The next evict() duels the window's LRU block against main's: fetch
-  // both blocks' counters (their sketch keys are in their nodes, which the
-  // unlinks just now left in the cache), the nodes of the blocks behind
-  // them (the next unlinks write those), and what the pool reads when it
-  // evicts them (prefetch_victims). Prefetch only: no effect on any result.
-  void prefetch_next() const {
-    for (const BlockId f : {front(kWindow), main_victim()}) {
-      if (f == kNoBlock) continue;
-      sketch_.prefetch(node_[f].key);
-      const int32_t n = node_[f].next;
-      if (n < sentinel_) __builtin_prefetch(&node_[n]);
-      prefetch_victims(n < sentinel_ ? n : kNoBlock, f);
-    }
-  }
-
   // The free blocks of each segment, by release time: doubly linked lists
   // threaded through node_ (segment s's sentinel is node_[sentinel_ + s]).
   bool empty(int32_t s) const { return free_size_[s] == 0; }
