@@ -88,13 +88,13 @@ class RunQueue {
   size_t bytes() const {
     return ref_heap_.bytes() + meta_.capacity() * sizeof(Meta) + (arena_.capacity() + front_.capacity()) * sizeof(Entry) +
            runs_.capacity() * sizeof(Run) + free_runs_.capacity() * sizeof(uint32_t) + win_.capacity() * sizeof(uint32_t) +
-           key_.capacity() * sizeof(Key128) + leaf_.capacity() * sizeof(Leaf) +
+           key_.capacity() * sizeof(Key) + leaf_.capacity() * sizeof(Leaf) +
            (free_leaves_.capacity() + order_.capacity()) * sizeof(uint32_t);
   }
 
   void push(BlockId b, HeapKey key) {
     top_block_ = kNoBlock;
-    const Key128 k = encode(key);
+    const Key k = encode(key);
     if (front_head_ < front_.size() && k < front_.back().key) spill_front();
     Meta& m = meta_[b];
     ++m.stamp;
@@ -173,21 +173,26 @@ class RunQueue {
 
   // Keys as one unsigned 128-bit number ordered like HeapKey: the
   // primary's bits made to sort as unsigned integers, then the secondary.
+  // Kept as two words (8-byte aligned: an entry is 24 bytes, not 32) and
+  // compared as one number.
   __extension__ typedef unsigned __int128 Key128;
-  static constexpr Key128 kInfinity = ~Key128{0};  // an empty leaf (no HeapKey encodes to it)
-  static Key128 encode(const HeapKey& k) {
+  struct Key {
+    uint64_t hi, lo;
+    Key128 value() const { return (static_cast<Key128>(hi) << 64) | lo; }
+    friend bool operator<(const Key& a, const Key& b) { return a.value() < b.value(); }
+  };
+  static constexpr Key kInfinity = {~uint64_t{0}, ~uint64_t{0}};  // an empty leaf (no HeapKey encodes to it)
+  static Key encode(const HeapKey& k) {
     const double p = k.primary == 0 ? 0.0 : k.primary;  // -0 and +0 are one key, as for <
     const uint64_t bits = std::bit_cast<uint64_t>(p);
-    const uint64_t ordered = (bits >> 63) ? ~bits : bits | (uint64_t{1} << 63);
-    return (static_cast<Key128>(ordered) << 64) | k.secondary;
+    return {(bits >> 63) ? ~bits : bits | (uint64_t{1} << 63), k.secondary};
   }
-  static HeapKey decode(Key128 k) {
-    const uint64_t ordered = static_cast<uint64_t>(k >> 64);
-    const uint64_t bits = (ordered >> 63) ? ordered & ~(uint64_t{1} << 63) : ~ordered;
-    return {std::bit_cast<double>(bits), static_cast<uint64_t>(k)};
+  static HeapKey decode(const Key& k) {
+    const uint64_t bits = (k.hi >> 63) ? k.hi & ~(uint64_t{1} << 63) : ~k.hi;
+    return {std::bit_cast<double>(bits), k.lo};
   }
   struct Entry {
-    Key128 key;
+    Key key;
     BlockId block;
     uint32_t stamp;  // the block's push count when this entry was made
   };
@@ -295,11 +300,11 @@ class RunQueue {
   // Each level reads the sibling's winner, at an address known in advance,
   // and its key.
   void replay(uint32_t l) {
-    Key128 k = key_[l];
+    Key k = key_[l];
     uint32_t w = l;
     for (size_t v = leaves_ + l; v > 1; v >>= 1) {
       const uint32_t s = win_[v ^ 1];
-      const Key128 sk = key_[s];
+      const Key sk = key_[s];
       const bool lt = sk < k;
       k = lt ? sk : k;
       w = lt ? s : w;
@@ -338,8 +343,11 @@ class RunQueue {
     auto keep = [&](uint32_t id) {
       Run& r = runs_[id];
       const uint64_t lo = out;
-      for (uint64_t i = r.lo; i < r.hi; ++i)
+      for (uint64_t i = r.lo; i < r.hi; ++i) {
+        // Stamps are random reads: fetch them a little ahead.
+        if (i + kLookahead < r.hi) __builtin_prefetch(&meta_[arena_[i + kLookahead].block]);
         if (valid(arena_[i])) arena_[out++] = arena_[i];
+      }
       r.lo = lo;
       r.hi = out;
       return r.lo < r.hi;
@@ -369,7 +377,7 @@ class RunQueue {
   uint32_t leaves_ = 0;             // a power of two
   std::vector<uint32_t> win_;       // by tree node: the leaf with the smallest key below it;
                                     // [1] the root, [leaves_ + l] leaf l itself
-  std::vector<Key128> key_;         // by leaf: its run's head key, kInfinity if none
+  std::vector<Key> key_;            // by leaf: its run's head key, kInfinity if none
   std::vector<Leaf> leaf_;          // by leaf
   std::vector<uint32_t> order_;     // compact()'s scratch
   std::vector<uint32_t> free_leaves_;
