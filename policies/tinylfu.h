@@ -185,6 +185,17 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
       const BlockId victim = main_victim();
       out = victim != kNoBlock ? take(victim) : take(front(kWindow));
     }
+    // Prefetch only (no effect on any result): main's victim, whose counters
+    // the next duel reads, the node behind it, and what the pool touches
+    // to evict them (prefetch_victims). Main's LRU end changes after an
+    // admission or an eviction without a duel, and its blocks, old, are
+    // then a miss each; the window's candidates were cached lately, hot.
+    if (const BlockId f = main_victim(); f != kNoBlock) {
+      sketch_.prefetch(node_[f].key);
+      const int32_t n = node_[f].next;
+      if (n < sentinel_) __builtin_prefetch(&node_[n]);
+      prefetch_victims(n < sentinel_ ? n : kNoBlock, f);
+    }
     return out;
   }
   size_t policy_bytes() const override { return node_.capacity() * sizeof(Node) + seg_.capacity() + sketch_.bytes(); }
