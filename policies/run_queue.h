@@ -21,18 +21,18 @@
 //     tournament) and opens a new one; top() closes it too, so runs are
 //     only read once closed (a request's releases stay one run: its blocks
 //     are released together, between two requests' evictions);
-//   - tree_: a winner tree over the closed runs that may still hold
-//     entries, one leaf per run holding its head key (the leaves of
-//     finished runs hold +infinity), each inner node the smallest key
-//     below it and its leaf. Taking a run's head replays one leaf-to-root
-//     path whose addresses do not depend on the comparisons: the loads of
-//     a level go out together and each level costs a compare and three
-//     conditional moves. (It was a binary heap of runs: a sift-down's
-//     loads wait on the previous level's comparison, and its exit branch
-//     is unpredictable; the merge was a quarter of gdsf's time.) The entry
-//     after each leaf's head is prefetched as the head is taken: runs
-//     interleave finely, so by the time a run is consumed again its arena
-//     line would have left the cache;
+//   - win_, key_, leaf_: a winner tree over the closed runs that may
+//     still hold entries, one leaf per run holding its head key (the
+//     leaves of finished runs hold +infinity), each inner node the leaf
+//     with the smallest key below it. Taking a run's head replays one
+//     leaf-to-root path whose addresses do not depend on the comparisons,
+//     so the loads of every level go out together, one compare a level.
+//     (It was a binary heap of runs: a sift-down's loads wait on the
+//     previous level's comparison, and its exit branch is unpredictable;
+//     the merge was a quarter of gdsf's time.) The entry after each leaf's
+//     head is prefetched as the head is taken: runs interleave finely, so
+//     by the time a run is consumed again its arena line would have left
+//     the cache;
 //   - front_: the next evictions, merged out of the runs a batch at a
 //     time. Every key left in a run is at or above front_'s last, so the
 //     merge only ever appends; a push below it spills front_ back into the
@@ -298,7 +298,9 @@ class RunQueue {
   }
   // Leaf l's key changed: recompute the winners on its path to the root.
   // Each level reads the sibling's winner, at an address known in advance,
-  // and its key.
+  // and its key. (A select by conditional moves, which makes each level
+  // wait for the comparison below it, was 13% slower on gdsf than this
+  // branch.)
   void replay(uint32_t l) {
     Key k = key_[l];
     uint32_t w = l;
