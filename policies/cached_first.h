@@ -104,10 +104,15 @@ class CachedFirstPolicy : public EvictionPolicy {
   // Prefetch only (no effect on any result), for policies that know their
   // next victims: `far` will be evicted in a while, `near` sooner. The far
   // one's pool and free-set state is fetched; the near one's index slot,
-  // which needs its key, fetched by an earlier call as the far one.
+  // which needs its key, fetched by an earlier call as the far one. Also
+  // the far one's hash slot, for writing: a keyed pool does not read it to
+  // evict, but writes it when the block is cached again, and that store,
+  // a miss, held back every store behind it (gdsf 103 -> 90 ns per block
+  // access).
   void prefetch_victims(BlockId far, BlockId near) const {
     if (far != kNoBlock) {
       pool_->prefetch_block(far);
+      __builtin_prefetch(&pool_->hash_of(far), 1);
       __builtin_prefetch(&state_[far]);
       prefetch_state(far);
     }

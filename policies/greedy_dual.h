@@ -40,6 +40,7 @@
 // (test_policy_differential.cpp).
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,8 @@ class GreedyDualPolicy final : public HeapPolicy {
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
     State& s = state_[b];
     s.freq = 0;
-    s.cost = attn_tokens_ > 0
-                   ? 1.0 + (static_cast<double>(info.depth) + 0.5) * static_cast<double>(block_size_) / attn_tokens_
-                   : 1.0;
+    s.depth = info.depth;
+    if (info.depth >= cost_.size()) grow_costs(info.depth);
     touch(b);
   }
   void on_access(BlockId b, bool was_free) override {
@@ -77,7 +77,7 @@ class GreedyDualPolicy final : public HeapPolicy {
   void chosen(const HeapKey& key) override { inflation_ = key.primary; }
   bool reference_heap() const override { return !fast_; }
   size_t state_bytes() const override {
-    return state_.capacity() * sizeof(State);
+    return state_.capacity() * sizeof(State) + cost_.capacity() * sizeof(double);
   }
   void prefetch_state(BlockId b) const override { __builtin_prefetch(&state_[b]); }
 
@@ -85,19 +85,32 @@ class GreedyDualPolicy final : public HeapPolicy {
   void touch(BlockId b) {
     State& s = state_[b];
     ++s.freq;
-    s.k = inflation_ + static_cast<double>(s.freq) * s.cost;
+    s.k = inflation_ + static_cast<double>(s.freq) * cost_[s.depth];
+  }
+  // cost(d) for every depth up to at least d, computed as before the table
+  // (same expression, same rounding): a division per cached block was a
+  // fifth of on_insert, and the table lets State hold a depth, not a cost.
+  void grow_costs(uint32_t d) {
+    size_t n = std::max<size_t>(2 * cost_.size(), static_cast<size_t>(d) + 1);
+    n = std::max<size_t>(n, 1024);
+    cost_.reserve(n);
+    for (size_t i = cost_.size(); i < n; ++i)
+      cost_.push_back(attn_tokens_ > 0
+                          ? 1.0 + (static_cast<double>(static_cast<uint32_t>(i)) + 0.5) * static_cast<double>(block_size_) / attn_tokens_
+                          : 1.0);
   }
 
   std::string name_;
   int32_t block_size_;
   double attn_tokens_;
   bool fast_;
-  struct State {  // one cache line fetch per block, not three
-    double k = 0;     // priority, set at the last access
-    double cost = 1;  // of its content
+  struct State {  // 16 bytes: four blocks a cache line
+    double k = 0;        // priority, set at the last access
+    uint32_t depth = 0;  // of its content: its cost is cost_[depth]
     uint32_t freq = 0;
   };
   std::vector<State> state_;
+  std::vector<double> cost_;  // cost(depth), by depth, grown on demand
   double inflation_ = 0;  // L
 };
 

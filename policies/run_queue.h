@@ -4,26 +4,35 @@
 // the chain: gdsf's L + cost(depth) falls as the depth does, belady's
 // (farthest next use, deepest) rises, lfu-da's L + f rises. So the queue
 // stores each maximal sorted stretch of pushes as a run, and merges the
-// runs with a small heap keyed by each run's head: a push is an append to
-// one array, an eviction the next entry of a run plus a sift over a heap of
-// runs (a few thousand nodes, in cache), where a heap over blocks would pay
-// a cache miss per level and a calendar queue a scattered write per push.
-// (The k-way merge of sorted runs; Knuth, TAOCP vol. 3, 5.4.1.)
+// runs with a tournament over each run's head: a push is an append to one
+// array, an eviction the next entry of a run plus one replay of the
+// tournament (a few thousand nodes, in cache), where a heap over blocks
+// would pay a cache miss per level and a calendar queue a scattered write
+// per push. (The k-way merge of sorted runs; Knuth, TAOCP vol. 3, 5.4.1.)
 //
 // Layout:
-//   - arena_: every entry pushed, in push order; a run is a stretch
+//   - arena_: every entry pushed, in push order, its key encoded as one
+//     unsigned 128-bit number ordered like HeapKey (so every comparison is
+//     two integer instructions, no branch on doubles); a run is a stretch
 //     [lo, hi) of it, ascending (consumed from lo) or descending (consumed
 //     from hi - 1); its direction is set by its second entry;
 //   - the open run is the one pushes append to: the arena's tail, never
 //     consumed from. A push whose key breaks its order closes it (into the
-//     heap) and opens a new one; top() closes it too, so runs are only read
-//     once closed (a request's releases stay one run: its blocks are
-//     released together, between two requests' evictions);
-//   - heap_: the closed runs that may still hold entries, by head key;
-//     a node carries its run's head entry, and the runs at the heap's
-//     second level (consumed next) get the entry after their head
-//     prefetched: runs interleave finely, so by the time a run is
-//     consumed again its arena line has left the cache;
+//     tournament) and opens a new one; top() closes it too, so runs are
+//     only read once closed (a request's releases stay one run: its blocks
+//     are released together, between two requests' evictions);
+//   - win_, key_, leaf_: a winner tree over the closed runs that may
+//     still hold entries, one leaf per run holding its head key (the
+//     leaves of finished runs hold +infinity), each inner node the leaf
+//     with the smallest key below it. Taking a run's head replays one
+//     leaf-to-root path whose addresses do not depend on the comparisons,
+//     so the loads of every level go out together, one compare a level.
+//     (It was a binary heap of runs: a sift-down's loads wait on the
+//     previous level's comparison, and its exit branch is unpredictable;
+//     the merge was a quarter of gdsf's time.) The entry after each leaf's
+//     head is prefetched as the head is taken: runs interleave finely, so
+//     by the time a run is consumed again its arena line would have left
+//     the cache;
 //   - front_: the next evictions, merged out of the runs a batch at a
 //     time. Every key left in a run is at or above front_'s last, so the
 //     merge only ever appends; a push below it spills front_ back into the
@@ -57,7 +66,13 @@ class RunQueue {
     arena_.clear();
     runs_.clear();
     free_runs_.clear();
-    heap_.clear();
+    leaves_ = 0;
+    win_.clear();
+    key_.clear();
+    leaf_.clear();
+    free_leaves_.clear();
+    live_leaves_ = 0;
+    grow_tree();
     front_.clear();
     front_head_ = 0;
     open_ = kNone;
@@ -72,18 +87,21 @@ class RunQueue {
   const HeapKey& top_key() const { return top_key_; }
   size_t bytes() const {
     return ref_heap_.bytes() + meta_.capacity() * sizeof(Meta) + (arena_.capacity() + front_.capacity()) * sizeof(Entry) +
-           runs_.capacity() * sizeof(Run) + free_runs_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(Node);
+           runs_.capacity() * sizeof(Run) + free_runs_.capacity() * sizeof(uint32_t) + win_.capacity() * sizeof(uint32_t) +
+           key_.capacity() * sizeof(Key) + leaf_.capacity() * sizeof(Leaf) +
+           (free_leaves_.capacity() + order_.capacity()) * sizeof(uint32_t);
   }
 
-  void push(BlockId b, HeapKey k) {
+  void push(BlockId b, HeapKey key) {
     top_block_ = kNoBlock;
+    const Key k = encode(key);
     if (front_head_ < front_.size() && k < front_.back().key) spill_front();
     Meta& m = meta_[b];
     ++m.stamp;
     m.in = 1;
     ++size_;
     if (reference_) {
-      ref_heap_.push(b, k);
+      ref_heap_.push(b, key);
       return;
     }
     if (open_ != kNone) {
@@ -127,7 +145,7 @@ class RunQueue {
       if (valid(e)) {
         // The next entries are the next evictions: fetch their state.
         if (front_head_ + kLookahead < front_.size()) __builtin_prefetch(&meta_[front_[front_head_ + kLookahead].block]);
-        top_key_ = e.key;
+        top_key_ = decode(e.key);
         top_block_ = e.block;
         return e.block;
       }
@@ -153,8 +171,28 @@ class RunQueue {
   // kMergeBelow are left: more than the farthest peek a policy makes.
   static constexpr size_t kMergeBelow = 32, kMergeBatch = 2048;
 
+  // Keys as one unsigned 128-bit number ordered like HeapKey: the
+  // primary's bits made to sort as unsigned integers, then the secondary.
+  // Kept as two words (8-byte aligned: an entry is 24 bytes, not 32) and
+  // compared as one number.
+  __extension__ typedef unsigned __int128 Key128;
+  struct Key {
+    uint64_t hi, lo;
+    Key128 value() const { return (static_cast<Key128>(hi) << 64) | lo; }
+    friend bool operator<(const Key& a, const Key& b) { return a.value() < b.value(); }
+  };
+  static constexpr Key kInfinity = {~uint64_t{0}, ~uint64_t{0}};  // an empty leaf (no HeapKey encodes to it)
+  static Key encode(const HeapKey& k) {
+    const double p = k.primary == 0 ? 0.0 : k.primary;  // -0 and +0 are one key, as for <
+    const uint64_t bits = std::bit_cast<uint64_t>(p);
+    return {(bits >> 63) ? ~bits : bits | (uint64_t{1} << 63), k.secondary};
+  }
+  static HeapKey decode(const Key& k) {
+    const uint64_t bits = (k.hi >> 63) ? k.hi & ~(uint64_t{1} << 63) : ~k.hi;
+    return {std::bit_cast<double>(bits), k.lo};
+  }
   struct Entry {
-    HeapKey key;
+    Key key;
     BlockId block;
     uint32_t stamp;  // the block's push count when this entry was made
   };
@@ -162,36 +200,13 @@ class RunQueue {
     uint64_t lo = 0, hi = 0;  // arena_[lo, hi): entries not yet consumed
     int32_t dir = 0;          // 1 ascending, -1 descending, 0 one entry so far
   };
-  // Heap keys as one unsigned 128-bit number ordered like HeapKey, so a
-  // sift compares without branches on doubles (the sifts' mispredictions
-  // were most of a merge's cost).
-  __extension__ typedef unsigned __int128 Key128;
-  static Key128 encode(const HeapKey& k) {
-    const double p = k.primary == 0 ? 0.0 : k.primary;  // -0 and +0 are one key, as for <
-    const uint64_t bits = std::bit_cast<uint64_t>(p);
-    const uint64_t ordered = (bits >> 63) ? ~bits : bits | (uint64_t{1} << 63);
-    return (static_cast<Key128>(ordered) << 64) | k.secondary;
-  }
-  static HeapKey decode(Key128 k) {
-    const uint64_t ordered = static_cast<uint64_t>(k >> 64);
-    const uint64_t bits = (ordered >> 63) ? ordered & ~(uint64_t{1} << 63) : ~ordered;
-    return {std::bit_cast<double>(bits), static_cast<uint64_t>(k)};
-  }
-  // A run in the heap carries its head entry, so moving the head to the
-  // front reads no arena line (by then long gone from the cache).
-  struct Node {
-    Key128 key;  // the run's head key (its entry may be dead)
-    uint32_t run;
-    BlockId block;
-    uint32_t stamp;
+  // A leaf's run and its head entry's block, so taking the head reads no
+  // arena line (by then long gone from the cache).
+  struct Leaf {
+    uint32_t run = kNone;
+    BlockId block = kNoBlock;
+    uint32_t stamp = 0;
   };
-  static Node node_of(const Entry& e, uint32_t run) { return {encode(e.key), run, e.block, e.stamp}; }
-  static Entry entry_of(const Node& n) { return {decode(n.key), n.block, n.stamp}; }
-  // Hints the CPU to fetch the entry after r's head, which consuming the
-  // head will read.
-  void prefetch_after_head(const Run& r) const {
-    if (r.hi - r.lo >= 2) __builtin_prefetch(arena_.data() + (r.dir >= 0 ? r.lo + 1 : r.hi - 2));
-  }
   struct Meta {
     uint32_t stamp = 0;  // pushes so far
     uint32_t in = 0;     // in the queue
@@ -207,12 +222,24 @@ class RunQueue {
       front_.erase(front_.begin(), front_.begin() + static_cast<std::ptrdiff_t>(front_head_));
       front_head_ = 0;
     }
-    for (size_t i = 0; i < kMergeBatch && !heap_.empty(); ++i) {
-      front_.push_back(entry_of(heap_.front()));
-      advance_heap_front();
-      // The runs at the heap's second level are consumed next: start
-      // fetching the entry each will need then.
-      for (size_t c = 1; c < std::min<size_t>(heap_.size(), 3); ++c) prefetch_after_head(runs_[heap_[c].run]);
+    for (size_t i = 0; i < kMergeBatch && live_leaves_ > 0; ++i) {
+      const uint32_t l = win_[1];
+      Leaf& leaf = leaf_[l];
+      front_.push_back({key_[l], leaf.block, leaf.stamp});
+      Run& r = runs_[leaf.run];
+      if (r.dir >= 0)
+        ++r.lo;
+      else
+        --r.hi;
+      if (r.lo == r.hi) {
+        free_runs_.push_back(leaf.run);
+        clear_leaf(l);
+      } else {
+        set_leaf(l, arena_[head(r)]);
+        // The run's next head, read when this one is taken.
+        if (r.hi - r.lo >= 2) __builtin_prefetch(arena_.data() + (r.dir >= 0 ? r.lo + 1 : r.hi - 2));
+      }
+      replay(l);
     }
   }
   // A key below the front's last is pushed: the front's unconsumed entries
@@ -234,25 +261,6 @@ class RunQueue {
       close_open();
     }
   }
-  // Consumes the head of the run at the heap's top: the run's next entry
-  // becomes its key in the heap, or the run leaves it.
-  void advance_heap_front() {
-    Node& t = heap_.front();
-    Run& r = runs_[t.run];
-    if (r.dir >= 0)
-      ++r.lo;
-    else
-      --r.hi;
-    if (r.lo == r.hi) {
-      free_runs_.push_back(t.run);
-      t = heap_.back();
-      heap_.pop_back();
-      if (!heap_.empty()) sift_down(0);
-    } else {
-      t = node_of(arena_[head(r)], t.run);
-      sift_down(0);
-    }
-  }
 
   void open_run() {
     if (free_runs_.empty()) {
@@ -264,65 +272,102 @@ class RunQueue {
     }
     runs_[open_] = {arena_.size(), arena_.size(), 0};
   }
+  // The open run joins the tournament, on a free leaf.
   void close_open() {
-    heap_.push_back(node_of(arena_[head(runs_[open_])], open_));
-    sift_up(heap_.size() - 1);
+    if (free_leaves_.empty()) grow_tree();
+    const uint32_t l = free_leaves_.back();
+    free_leaves_.pop_back();
+    leaf_[l].run = open_;
+    set_leaf(l, arena_[head(runs_[open_])]);
+    replay(l);
+    ++live_leaves_;
     open_ = kNone;
   }
 
-  void sift_up(size_t i) {
-    const Node n = heap_[i];
-    while (i > 0) {
-      const size_t p = (i - 1) / 2;
-      if (!(n.key < heap_[p].key)) break;
-      heap_[i] = heap_[p];
-      i = p;
-    }
-    heap_[i] = n;
+  // Leaf l's key and head from entry e; clear_leaf: its run is done.
+  void set_leaf(uint32_t l, const Entry& e) {
+    key_[l] = e.key;
+    leaf_[l].block = e.block;
+    leaf_[l].stamp = e.stamp;
   }
-  void sift_down(size_t i) {
-    const Node n = heap_[i];
-    const size_t size = heap_.size();
-    for (;;) {
-      size_t c = 2 * i + 1;
-      if (c >= size) break;
-      if (c + 1 < size) c += heap_[c + 1].key < heap_[c].key;
-      if (!(heap_[c].key < n.key)) break;
-      heap_[i] = heap_[c];
-      i = c;
+  void clear_leaf(uint32_t l) {
+    key_[l] = kInfinity;
+    leaf_[l].run = kNone;
+    free_leaves_.push_back(l);
+    --live_leaves_;
+  }
+  // Leaf l's key changed: recompute the winners on its path to the root.
+  // Each level reads the sibling's winner, at an address known in advance,
+  // and its key. (A select by conditional moves, which makes each level
+  // wait for the comparison below it, was 13% slower on gdsf than this
+  // branch.)
+  void replay(uint32_t l) {
+    Key k = key_[l];
+    uint32_t w = l;
+    for (size_t v = leaves_ + l; v > 1; v >>= 1) {
+      const uint32_t s = win_[v ^ 1];
+      const Key sk = key_[s];
+      const bool lt = sk < k;
+      k = lt ? sk : k;
+      w = lt ? s : w;
+      win_[v >> 1] = w;
     }
-    heap_[i] = n;
+  }
+  // Doubles the leaves (the first call makes 64); the new ones are free.
+  void grow_tree() {
+    const uint32_t old = leaves_;
+    leaves_ = old == 0 ? 64 : 2 * old;
+    win_.assign(2 * static_cast<size_t>(leaves_), 0);
+    for (uint32_t l = 0; l < leaves_; ++l) win_[leaves_ + l] = l;
+    key_.resize(leaves_, kInfinity);
+    leaf_.resize(leaves_);
+    for (uint32_t l = leaves_; l-- > old;) free_leaves_.push_back(l);  // lowest first out
+    rebuild_tree();
+  }
+  // Every inner node from its children: O(leaves).
+  void rebuild_tree() {
+    for (size_t v = leaves_; v-- > 1;) {
+      const uint32_t a = win_[2 * v], b = win_[2 * v + 1];
+      win_[v] = key_[b] < key_[a] ? b : a;
+    }
   }
 
   // Keeps only the live entries of every run, in order, and the runs that
-  // still hold one; the open run stays open, at the tail.
+  // still hold one; the open run stays open, at the tail. In place, runs
+  // taken in arena order (an entry only ever moves down): a new arena each
+  // time cost a page fault per 4 KiB and a copy when it next grew.
   void compact() {
-    std::vector<Entry> next;
-    next.reserve(2 * static_cast<size_t>(size_) + 64);
+    order_.clear();
+    for (uint32_t l = 0; l < leaves_; ++l)
+      if (leaf_[l].run != kNone) order_.push_back(l);
+    std::sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) { return runs_[leaf_[a].run].lo < runs_[leaf_[b].run].lo; });
+    uint64_t out = 0;
     auto keep = [&](uint32_t id) {
       Run& r = runs_[id];
-      const uint64_t lo = next.size();
-      for (uint64_t i = r.lo; i < r.hi; ++i)
-        if (valid(arena_[i])) next.push_back(arena_[i]);
+      const uint64_t lo = out;
+      for (uint64_t i = r.lo; i < r.hi; ++i) {
+        // Stamps are random reads: fetch them a little ahead.
+        if (i + kLookahead < r.hi) __builtin_prefetch(&meta_[arena_[i + kLookahead].block]);
+        if (valid(arena_[i])) arena_[out++] = arena_[i];
+      }
       r.lo = lo;
-      r.hi = next.size();
+      r.hi = out;
       return r.lo < r.hi;
     };
-    std::vector<Node> heap;
-    heap.reserve(heap_.size());
-    for (const Node& n : heap_) {
-      if (keep(n.run))
-        heap.push_back(node_of(next[head(runs_[n.run])], n.run));
-      else
-        free_runs_.push_back(n.run);
+    for (const uint32_t l : order_) {
+      if (keep(leaf_[l].run)) {
+        set_leaf(l, arena_[head(runs_[leaf_[l].run])]);
+      } else {
+        free_runs_.push_back(leaf_[l].run);
+        clear_leaf(l);
+      }
     }
     if (open_ != kNone && !keep(open_)) {
       free_runs_.push_back(open_);
       open_ = kNone;
     }
-    arena_.swap(next);
-    heap_.swap(heap);
-    for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
+    arena_.resize(out);
+    rebuild_tree();
   }
 
   bool reference_ = false;
@@ -331,7 +376,14 @@ class RunQueue {
   std::vector<Entry> arena_;
   std::vector<Run> runs_;
   std::vector<uint32_t> free_runs_;
-  std::vector<Node> heap_;  // closed runs by head key
+  uint32_t leaves_ = 0;             // a power of two
+  std::vector<uint32_t> win_;       // by tree node: the leaf with the smallest key below it;
+                                    // [1] the root, [leaves_ + l] leaf l itself
+  std::vector<Key> key_;            // by leaf: its run's head key, kInfinity if none
+  std::vector<Leaf> leaf_;          // by leaf
+  std::vector<uint32_t> order_;     // compact()'s scratch
+  std::vector<uint32_t> free_leaves_;
+  uint32_t live_leaves_ = 0;        // leaves holding a run
   std::vector<Entry> front_;  // merged: the smallest keys, ascending
   size_t front_head_ = 0;     // entries before it are consumed
   uint32_t open_ = kNone;
