@@ -4,7 +4,9 @@
 #include "traces/jsonl_source.h"
 
 namespace prefixsim {
-namespace {
+// Named, not anonymous: the unity build compiles the scanners into one
+// translation unit, where their key enums and helpers would clash.
+namespace agentic_scan_detail {
 
 using namespace json_scan;
 
@@ -68,9 +70,10 @@ bool scan_strings(Cursor& c, Take&& take) {
 
 bool scan_bool(Cursor& c) { return c.eat_key("true") || c.eat_key("false"); }
 
-}  // namespace
+}  // namespace agentic_scan_detail
 
 bool scan_agentic_line(std::string_view line, Request& out, AgenticRow& row) {
+  using namespace agentic_scan_detail;
   Cursor c(line);
   c.skip_ws();
   if (!c.eat('{')) return false;

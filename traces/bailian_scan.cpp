@@ -4,7 +4,9 @@
 #include "traces/jsonl_source.h"
 
 namespace prefixsim {
-namespace {
+// Named, not anonymous: the unity build compiles the scanners into one
+// translation unit, where their key enums and helpers would clash.
+namespace bailian_scan_detail {
 
 using namespace json_scan;
 
@@ -48,9 +50,10 @@ bool scan_id(Cursor& c, int64_t lo, int64_t& v) {
   return !(negative && x == 0) && v >= lo;
 }
 
-}  // namespace
+}  // namespace bailian_scan_detail
 
 bool scan_bailian_line(std::string_view line, Request& out, BailianRow& row) {
+  using namespace bailian_scan_detail;
   Cursor c(line);
   c.skip_ws();
   if (!c.eat('{')) return false;

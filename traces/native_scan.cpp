@@ -6,7 +6,9 @@
 #include "traces/jsonl_source.h"
 
 namespace prefixsim {
-namespace {
+// Named, not anonymous: the unity build compiles the scanners into one
+// translation unit, where their key enums and helpers would clash.
+namespace native_scan_detail {
 
 using namespace json_scan;
 
@@ -48,9 +50,10 @@ Key writer_key(Cursor& c) {
   }
 }
 
-}  // namespace
+}  // namespace native_scan_detail
 
 bool scan_native_line(std::string_view line, int32_t default_block_size, long line_no, Request& out) {
+  using namespace native_scan_detail;
   Cursor c(line);
   c.skip_ws();
   if (!c.eat('{')) return false;

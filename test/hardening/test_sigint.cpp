@@ -144,16 +144,19 @@ TEST_CASE("SIGINT while replay waits on a pipe for the next trace line exits 130
 
 TEST_CASE("SIGINT while compare's worker threads replay exits 130 with no output", "[hardening][cli][sigint]") {
   // Enough work that it is still running when the signal comes: a
-  // generated trace, many policies and sizes, two threads.
+  // generated trace, many policies and sizes, two threads. (20,000 requests
+  // x 8 policies x 6 sizes once took seconds; faster policies finished it in
+  // under 1.5 s on an idle host, so the work is now several times larger and
+  // the wait shorter: the signal must find the workers busy.)
   const std::string dir = temp_dir("sigint-compare");
   const std::string trace = dir + "/t.jsonl";
-  const auto gen = prefixsim::test::run_cli({"generate", "chatbot", "--requests", "20000", "-o", trace});
+  const auto gen = prefixsim::test::run_cli({"generate", "chatbot", "--requests", "60000", "-o", trace});
   REQUIRE(gen.rc == 0);
   const std::string out = dir + "/out";
-  Child c = start({"compare", trace, "--policies", "lru,lfu,arc,s3fifo,sieve,2q,tinylfu,gdsf", "--kv-blocks",
-                   "500,1000,2000,4000,8000,16000", "--threads", "2", "--out", out},
+  Child c = start({"compare", trace, "--policies", "lru,fifo,lfu,lfu-da,arc,s3fifo,sieve,2q,tinylfu,gdsf,leaf-first",
+                   "--kv-blocks", "500,1000,2000,4000,8000,16000,32000,64000", "--threads", "2", "--out", out},
                   dir + "/stderr.txt", nullptr);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
   int status = 0;
   REQUIRE(::waitpid(c.pid, &status, WNOHANG) == 0);  // still running: else the test shows nothing
   const int rc = interrupt_and_wait(c);
