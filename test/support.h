@@ -22,6 +22,25 @@ std::string with_line(const std::string& text, long line, const std::optional<st
 // One parsed JSON value per non-empty line (golden outputs, runner outputs).
 std::vector<nlohmann::json> parse_jsonl(const std::string& text);
 
+// How many random or mutated cases a randomized equivalence test runs: n in
+// a plain build, n / 8 under AddressSanitizer. The sanitizer run is there to
+// catch memory errors on the same code paths (the fuzzers cover the parsers
+// there too), and at the full counts these tests alone took minutes of CI's
+// 20 (the release run keeps every case).
+constexpr int sanitized_share(int n) {
+#if defined(__SANITIZE_ADDRESS__)
+  return n / 8 > 0 ? n / 8 : 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return n / 8 > 0 ? n / 8 : 1;
+#else
+  return n;
+#endif
+#else
+  return n;
+#endif
+}
+
 // Writes `text` to dir/name and returns the path.
 std::string write_text_file(const std::string& dir, const std::string& name, const std::string& text);
 

@@ -26,7 +26,13 @@ void refuse_duplicate_keys(const YAML::Node& node, const std::string& file, cons
   if (!node.IsMap()) return;
   std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+    // A key must be a plain name: YAML allows a list or a mapping as a key
+    // ("? a: 1"), which no reader here expects (found by the scenario fuzzer:
+    // reading such a key as text threw yaml-cpp's "bad conversion", exit 3).
+    if (!it->first.IsScalar())
+      throw InputError(file, it->first.Mark().line + 1,
+                       (path.empty() ? std::string() : path + ": ") + "a key must be a plain name, not a list or mapping");
+    const std::string key = it->first.Scalar();
     const std::string at = path.empty() ? key : path + "." + key;
     if (!seen.insert(key).second) throw InputError(file, it->first.Mark().line + 1, at + ": key given twice");
     refuse_duplicate_keys(it->second, file, at);

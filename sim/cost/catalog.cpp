@@ -114,13 +114,33 @@ class Entry {
   std::string file_;
 };
 
-YAML::Node load_list(std::string_view yaml, const std::string& file, const char* key) {
+// YAML allows a list or a mapping as a key ("? a: 1"); reading one as a
+// field name would throw yaml-cpp's "bad conversion" (exit 3), so every key
+// in the file must be a plain name.
+void require_plain_keys(const YAML::Node& node, const std::string& file) {
+  if (node.IsSequence())
+    for (const YAML::Node& n : node) require_plain_keys(n, file);
+  if (!node.IsMap()) return;
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar())
+      throw InputError(file, kv.first.Mark().line + 1, "a key must be a plain name, not a list or mapping");
+    require_plain_keys(kv.second, file);
+  }
+}
+
+YAML::Node load_catalog_yaml(std::string_view yaml, const std::string& file) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
     throw InputError(file, e.mark.line + 1, "invalid YAML: " + e.msg);
   }
+  require_plain_keys(root, file);
+  return root;
+}
+
+YAML::Node load_list(std::string_view yaml, const std::string& file, const char* key) {
+  const YAML::Node root = load_catalog_yaml(yaml, file);
   if (!root.IsMap() || !root[key] || !root[key].IsSequence())
     throw InputError(file, 1, std::string("expected a top-level '") + key + "' list");
   return root[key];
@@ -304,12 +324,7 @@ std::vector<std::string> add_user_gpus(const std::string& file) {
 
 std::string catalog_file_kind(const std::string& file) {
   const std::string yaml = read_catalog_file(file);
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::Exception& e) {
-    throw InputError(file, e.mark.line + 1, "invalid YAML: " + e.msg);
-  }
+  const YAML::Node root = load_catalog_yaml(yaml, file);
   const bool models = root.IsMap() && root["models"];
   const bool gpus = root.IsMap() && root["gpus"];
   if (models == gpus) throw InputError(file, 1, "expected one top-level list, 'models' or 'gpus'");

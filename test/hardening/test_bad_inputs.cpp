@@ -444,6 +444,14 @@ std::vector<BadCase> bad_cases() {
        {"replay", "--config", "@/s.yaml"}, "s.yaml:1: invalid YAML: the parser cannot read past column 1"},
       {"generate workload YAML with a stray brace", {{"w.yaml", "pattern: chatbot\n}\n"}},
        {"generate", "@/w.yaml", "-o", "@/out/t.jsonl"}, "w.yaml:2: invalid YAML"},
+      // A list or mapping as a key ("? a: 1") threw yaml-cpp's "bad
+      // conversion", exit 3 (found by fuzz_scenario_yaml).
+      {"replay scenario YAML with a mapping as a key", {{"s.yaml", "scheduler:\n  ? enable_chunked_prefill: true\n"}},
+       {"replay", "--config", "@/s.yaml"}, "s.yaml:2: scheduler: a key must be a plain name"},
+      {"sweep grid with a list as a key", {{"g.yaml", "base:\n  ? [mode]\n  : cache\naxes:\n  policy: [lru]\n"}},
+       {"sweep", "@/g.yaml", "--out", "@/out/s"}, "g.yaml:2: base: a key must be a plain name"},
+      {"catalog file with a mapping as a key", {{"m.yaml", "models:\n  - ? {name: x}\n    : 1\n"}},
+       {"catalog", "--check", "@/m.yaml"}, "m.yaml:2: a key must be a plain name"},
       {"generate workload YAML with a nested key given twice",
        {{"w.yaml", "pattern: chatbot\narrival:\n  rate: 2\n  rate: 3\n"}}, {"generate", "@/w.yaml", "-o", "@/out/t.jsonl"},
        "w.yaml:4: arrival.rate: key given twice"},

@@ -84,7 +84,7 @@ TEST_CASE("the native scanner takes plain lines in any key order and spacing, wi
 TEST_CASE("native lines read the same with and without the fast path, mutated or not", "[traces][native_scan]") {
   std::mt19937_64 rng(13);
   int accepted = 0, declined = 0;
-  for (int i = 0; i < 60000; ++i) {
+  for (int i = 0; i < prefixsim::test::sanitized_share(60000); ++i) {
     const int32_t tbs = rng() % 2 ? 16 : 0;
     std::string line = random_native_line(rng, true, tbs);
     for (int k = static_cast<int>(rng() % 4); k > 0; --k) line = mutate(line, rng);
