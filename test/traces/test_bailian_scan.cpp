@@ -63,7 +63,8 @@ TEST_CASE("the Bailian scanner takes plain rows in any key order and spacing, wi
 TEST_CASE("Bailian rows read the same with and without the fast path, mutated or not", "[traces][bailian_scan]") {
   std::mt19937_64 rng(29);
   int accepted = 0, declined = 0;
-  for (int i = 0; i < prefixsim::test::sanitized_share(60000); ++i) {
+  const int cases = prefixsim::test::sanitized_share(60000);  // 1/8 under the sanitizers
+  for (int i = 0; i < cases; ++i) {
     std::string line = random_row(rng, true);
     for (int k = static_cast<int>(rng() % 4); k > 0; --k) line = mutate(line, rng);
     Request r;
@@ -71,8 +72,8 @@ TEST_CASE("Bailian rows read the same with and without the fast path, mutated or
     (scan_bailian_line(padded(line, pad_buf), r, row) ? accepted : declined)++;
     check_both_paths(make_bailian_source, kContext + line + "\n");
   }
-  CHECK(accepted > 10000);
-  CHECK(declined > 10000);
+  CHECK(accepted > cases / 6);
+  CHECK(declined > cases / 6);
 }
 
 TEST_CASE("the Bailian fixture reads the same with and without the fast path", "[traces][bailian_scan]") {
