@@ -75,22 +75,8 @@ bool scan_bool(Cursor& c) { return c.eat_key("true") || c.eat_key("false"); }
 bool scan_agentic_line(std::string_view line, Request& out, AgenticRow& row) {
   using namespace agentic_scan_detail;
   Cursor c(line);
-  c.skip_ws();
-  if (!c.eat('{')) return false;
-  unsigned seen = 0;
   std::string_view s;
-  for (;;) {
-    c.skip_ws();
-    if (!c.eat('"')) return false;
-    Key key = plain_key(c);
-    if (key == kOther) {  // any other spelling of a key we know
-      --c.p;
-      if (!scan_key(c, s)) return false;
-      key = key_of(s);
-    }
-    if (key == kOther || (seen & (1u << key))) return false;
-    seen |= 1u << key;
-    c.skip_ws();
+  const auto value = [&](Key key) {
     bool ok = false;
     switch (key) {
       case kId:
@@ -113,11 +99,10 @@ bool scan_agentic_line(std::string_view line, Request& out, AgenticRow& row) {
       case kOutTokens: ok = scan_tokens(c, out.output_tokens) && out.output_tokens.size() <= static_cast<size_t>(kMaxTokens); break;
       case kOther: break;
     }
-    if (!ok) return false;
-    c.skip_ws();
-    if (c.eat('}')) break;
-    if (!c.eat(',')) return false;
-  }
+    return ok;
+  };
+  unsigned seen = 0;
+  if (!scan_object(c, kOther, plain_key, key_of, value, seen)) return false;
   row.output_tokens = seen & (1u << kOutTokens);
   constexpr unsigned kRequired = 1u << kId | 1u << kTimestamp | 1u << kInput | 1u << kOutput | 1u << kIds;
   return c.at_end() && (seen & kRequired) == kRequired;

@@ -55,22 +55,8 @@ bool scan_id(Cursor& c, int64_t lo, int64_t& v) {
 bool scan_bailian_line(std::string_view line, Request& out, BailianRow& row) {
   using namespace bailian_scan_detail;
   Cursor c(line);
-  c.skip_ws();
-  if (!c.eat('{')) return false;
-  unsigned seen = 0;
   std::string_view s;
-  for (;;) {
-    c.skip_ws();
-    if (!c.eat('"')) return false;
-    Key key = plain_key(c);
-    if (key == kOther) {  // any other spelling of a key we know
-      --c.p;
-      if (!scan_key(c, s)) return false;
-      key = key_of(s);
-    }
-    if (key == kOther || (seen & (1u << key))) return false;
-    seen |= 1u << key;
-    c.skip_ws();
+  const auto value = [&](Key key) {
     bool ok = false;
     int64_t turn = 0;
     double t = 0;
@@ -90,11 +76,10 @@ bool scan_bailian_line(std::string_view line, Request& out, BailianRow& row) {
       case kIds: ok = scan_ids(c, out.hash_ids) && !out.hash_ids.empty() && out.hash_ids.size() < 0xFFFFFF; break;
       case kOther: break;
     }
-    if (!ok) return false;
-    c.skip_ws();
-    if (c.eat('}')) break;
-    if (!c.eat(',')) return false;
-  }
+    return ok;
+  };
+  unsigned seen = 0;
+  if (!scan_object(c, kOther, plain_key, key_of, value, seen)) return false;
   constexpr unsigned kRequired =
       1u << kChat | 1u << kParent | 1u << kTimestamp | 1u << kInput | 1u << kOutput | 1u << kIds;
   return c.at_end() && (seen & kRequired) == kRequired && row.parent != row.chat;

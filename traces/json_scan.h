@@ -235,6 +235,38 @@ inline bool is_key(std::string_view key, const char (&name)[N]) {
   return key.size() == N - 1 && std::memcmp(key.data(), name, N - 1) == 0;
 }
 
+// One flat JSON object, `{"key": value, ...}`, for the line scanners. Each
+// key is read by `plain` (the usual spelling with its colon, one
+// comparison; `other` when it is not that) and failing that by `named`
+// (any other spelling, through scan_key); an `other` key, or a key given
+// twice, declines the line. `value(key)` reads the key's value at the
+// cursor. `seen` gets one bit per key read. Whether the line ends after
+// the '}' is the caller's to check.
+template <typename Key, typename Plain, typename Named, typename Value>
+inline bool scan_object(Cursor& c, Key other, Plain&& plain, Named&& named, Value&& value, unsigned& seen) {
+  seen = 0;
+  c.skip_ws();
+  if (!c.eat('{')) return false;
+  std::string_view s;
+  for (;;) {
+    c.skip_ws();
+    if (!c.eat('"')) return false;
+    Key key = plain(c);
+    if (key == other) {  // any other spelling of a key we know
+      --c.p;
+      if (!scan_key(c, s)) return false;
+      key = named(s);
+    }
+    if (key == other || (seen & (1u << key))) return false;
+    seen |= 1u << key;
+    c.skip_ws();
+    if (!value(key)) return false;
+    c.skip_ws();
+    if (c.eat('}')) return true;
+    if (!c.eat(',')) return false;
+  }
+}
+
 // Arrival times: the latest second a trace may name (int64 nanoseconds hold
 // about 292 years), and seconds as int64 nanoseconds, rounded. Exact for
 // the decimals the native writer produces below ~10^6 s: the double's

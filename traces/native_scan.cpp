@@ -55,23 +55,9 @@ Key writer_key(Cursor& c) {
 bool scan_native_line(std::string_view line, int32_t default_block_size, long line_no, Request& out) {
   using namespace native_scan_detail;
   Cursor c(line);
-  c.skip_ws();
-  if (!c.eat('{')) return false;
-  unsigned seen = 0;
   int64_t block_size = 0, prompt_len = 0, output_len = 0, lora = 0;
   std::string_view s;
-  for (;;) {
-    c.skip_ws();
-    if (!c.eat('"')) return false;
-    Key key = writer_key(c);
-    if (key == kOther) {  // any other spelling of a key we know
-      --c.p;
-      if (!scan_key(c, s)) return false;
-      key = key_of(s);
-    }
-    if (key == kOther || (seen & (1u << key))) return false;
-    seen |= 1u << key;
-    c.skip_ws();
+  const auto value = [&](Key key) {
     bool ok = false;
     switch (key) {
       case kId:
@@ -103,11 +89,10 @@ bool scan_native_line(std::string_view line, int32_t default_block_size, long li
         break;
       case kOther: break;
     }
-    if (!ok) return false;
-    c.skip_ws();
-    if (c.eat('}')) break;
-    if (!c.eat(',')) return false;
-  }
+    return ok;
+  };
+  unsigned seen = 0;
+  if (!scan_object(c, kOther, writer_key, key_of, value, seen)) return false;
   if (!c.at_end()) return false;
   // The rules of NativeSource::parse (jsonl_formats.cpp), in its order; a
   // line that breaks one goes to that path for its message.

@@ -103,6 +103,18 @@ inline Outcome check_both_paths(MakeSource make, const std::string& text, const 
   return fast;
 }
 
+// Each line of `text` with every one-byte deletion, after the lines before
+// it (so that rows referring to earlier ones stay meaningful), read both ways.
+inline void check_each_deletion(MakeSource make, const std::string& text) {
+  std::istringstream in(text);
+  std::string line, before;
+  while (std::getline(in, line)) {
+    for (size_t at = 0; at < line.size(); ++at)
+      check_both_paths(make, before + line.substr(0, at) + line.substr(at + 1) + "\n");
+    before += line + "\n";
+  }
+}
+
 // `line` followed by json_scan::kScanPadding bytes, as the line scanners
 // need (the reader's LineReader provides them): a view into `buf`. The
 // padding is list syntax ("0, 1]..."), so a scanner that looked past the
@@ -131,9 +143,9 @@ inline std::string object_of(std::vector<std::pair<std::string, std::string>> me
 }
 
 // One random edit: a byte replaced, inserted or removed, from characters
-// that matter to JSON numbers, strings and structure.
-inline std::string mutate(std::string s, std::mt19937_64& rng) {
-  static const std::string alphabet = "{}[]\":,.-+eE0123456789 \t\\axu\x01\xc3\x80tfn";
+// that matter to JSON numbers, strings and structure (or from `alphabet`).
+inline constexpr std::string_view kMutationAlphabet = "{}[]\":,.-+eE0123456789 \t\\axu\x01\xc3\x80tfn";
+inline std::string mutate(std::string s, std::mt19937_64& rng, std::string_view alphabet = kMutationAlphabet) {
   const size_t at = s.empty() ? 0 : rng() % s.size();
   const char c = alphabet[rng() % alphabet.size()];
   switch (rng() % 3) {

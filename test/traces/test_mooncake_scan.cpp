@@ -22,6 +22,8 @@
 using prefixsim::MooncakeLine;
 using prefixsim::scan_mooncake_line;
 using prefixsim::test::padded;
+using prefixsim::test::random_uint;
+using prefixsim::test::ws;
 
 namespace {
 
@@ -77,20 +79,10 @@ Oracle oracle(const std::string& line) {
   return o;
 }
 
-std::string ws(std::mt19937_64& rng) {
-  static const char* const kinds[] = {"", "", "", " ", "  ", "\t", " \r "};
-  return kinds[rng() % 7];
-}
-
 // A valid Mooncake line: keys in a random order, random JSON whitespace,
 // numbers from 1 to 19 digits.
 std::string random_line(std::mt19937_64& rng) {
-  auto num = [&](int max_digits) {
-    const int d = 1 + static_cast<int>(rng() % static_cast<uint64_t>(max_digits));
-    std::string s(1, static_cast<char>('1' + rng() % 9));
-    for (int k = 1; k < d; ++k) s += static_cast<char>('0' + rng() % 10);
-    return rng() % 10 == 0 ? std::string("0") : s;
-  };
+  auto num = [&](int max_digits) { return random_uint(rng, max_digits); };
   const int n_ids = 1 + static_cast<int>(rng() % 6);
   std::string ids = "[" + ws(rng);
   for (int k = 0; k < n_ids; ++k) ids += (k ? "," + ws(rng) : "") + num(19) + ws(rng);
@@ -105,18 +97,10 @@ std::string random_line(std::mt19937_64& rng) {
   return s + "}" + ws(rng);
 }
 
-// One random edit: a byte replaced, inserted or removed, from characters
-// that matter to JSON numbers and structure.
-std::string mutate(std::string s, std::mt19937_64& rng) {
-  static const std::string alphabet = "{}[]\":,.-+eE0123456789 \t\\axu\x01\xc3";
-  const size_t at = s.empty() ? 0 : rng() % s.size();
-  const char c = alphabet[rng() % alphabet.size()];
-  switch (rng() % 3) {
-    case 0: if (!s.empty()) s[at] = c; break;
-    case 1: s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-    default: if (!s.empty()) s.erase(at, 1); break;
-  }
-  return s;
+// One random edit, from the characters that matter to JSON numbers and
+// structure (the Mooncake subset has no strings or literals).
+std::string mutate(const std::string& s, std::mt19937_64& rng) {
+  return prefixsim::test::mutate(s, rng, "{}[]\":,.-+eE0123456789 \t\\axu\x01\xc3");
 }
 
 }  // namespace
