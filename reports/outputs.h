@@ -33,7 +33,7 @@ std::string render_compare_html(const nlohmann::json& compare_json);
 
 // sweep's page: its charts (a metric against an axis, a line per value of
 // another, the other axes at the first point's values) and the table of
-// points, from sweep.json (sim/cli/sweep_report.h).
+// points, from sweep.json (sim/study/sweep_report.h).
 std::string render_sweep_html(const nlohmann::json& sweep_json);
 // plan's page: the runs behind the answer (TTFT p99 and hit rate against
 // replicas, a line per TP and offload) and the answer, from plan.json.

@@ -20,10 +20,10 @@
 #include "sim/base/progress_line.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/cli/sweep_grid.h"
-#include "sim/cli/sweep_mpi.h"
-#include "sim/cli/sweep_report.h"
-#include "sim/cli/sweep_run.h"
+#include "sim/study/sweep_grid.h"
+#include "sim/study/sweep_mpi.h"
+#include "sim/study/sweep_report.h"
+#include "sim/study/sweep_run.h"
 
 namespace prefixsim::cli {
 namespace {

@@ -1,5 +1,5 @@
-// libFuzzer target: the replay scenario YAML (sim/cli/scenario.cpp).
-#include "sim/cli/scenario.h"
+// libFuzzer target: the replay scenario YAML (sim/scenario/scenario.cpp).
+#include "sim/scenario/scenario.h"
 #include "test/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

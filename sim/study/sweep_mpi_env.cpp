@@ -1,9 +1,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "sim/cli/sweep_mpi.h"
+#include "sim/study/sweep_mpi.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 int mpi_launch_size() {
   // Open MPI, MPICH / Intel MPI (PMI), Slurm's srun.
@@ -17,4 +17,4 @@ int mpi_launch_size() {
   return 1;
 }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

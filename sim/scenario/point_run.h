@@ -16,12 +16,12 @@
 
 #include "policies/registry.h"
 #include "reports/latency.h"
-#include "sim/cli/scenario.h"
-#include "sim/cli/scenario_run.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_run.h"
 #include "sim/engine/cache_replay.h"
 #include "sim/engine/request.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 // The input every point of a run shares: the parsed requests (engine mode)
 // and the same trace prepared into block hashes (cache mode).
@@ -56,4 +56,4 @@ nlohmann::ordered_json point_figures(const PointResult& r, const Scenario& s, in
                                      int64_t capacity_tokens);
 const std::vector<std::string>& point_figure_names();
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

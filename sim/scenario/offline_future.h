@@ -15,7 +15,7 @@
 #include "sim/engine/cache_replay.h"
 #include "sim/engine/request_source.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 // Whether the policy spec names one that needs the future (belady).
 bool needs_future(const std::string& spec);
@@ -28,4 +28,4 @@ std::shared_ptr<const BlockFuture> no_future();
 // ctx.future to the trace's future.
 PreparedTrace prepass(RequestSource& src, int32_t block_size, bool need_future, PolicyContext& ctx);
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

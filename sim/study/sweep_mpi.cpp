@@ -1,4 +1,4 @@
-#include "sim/cli/sweep_mpi.h"
+#include "sim/study/sweep_mpi.h"
 
 // The C API only: Open MPI's deprecated C++ bindings do not build warning-free.
 #define OMPI_SKIP_MPICXX 1
@@ -11,7 +11,7 @@
 
 #include "sim/base/error.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 namespace {
 
 // Worker -> rank 0: kReady (nothing) once, then kRow (uint64 index + row
@@ -110,4 +110,4 @@ void mpi_work(const std::function<std::string(size_t)>& run) {
   }
 }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

@@ -1,4 +1,4 @@
-#include "sim/cli/sweep_report.h"
+#include "sim/study/sweep_report.h"
 
 #include <cstdio>
 #include <map>
@@ -7,7 +7,7 @@
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 namespace {
 
 using ojson = nlohmann::ordered_json;
@@ -159,4 +159,4 @@ std::vector<std::string> resumable_rows(const std::string& path, const Grid& g, 
   return rows;
 }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/sweep_grid.h"
+#include "sim/study/sweep_grid.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 nlohmann::ordered_json sweep_json(const Grid& grid, const std::vector<GridPoint>& points,
                                   const std::vector<std::string>& rows);
@@ -23,4 +23,4 @@ std::string sweep_md(const nlohmann::ordered_json& sweep);
 std::vector<std::string> resumable_rows(const std::string& sweep_json_path, const Grid& grid,
                                         const std::vector<GridPoint>& points);
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

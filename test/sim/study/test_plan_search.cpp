@@ -1,4 +1,4 @@
-// plan's search (sim/cli/plan_search.h): SLO parsing and its refusals; the
+// plan's search (sim/study/plan_search.h): SLO parsing and its refusals; the
 // doubling + bisection finds the fewest replicas for every monotone verdict,
 // running the answer and one fewer, in few runs; violations of monotonicity
 // are reported.
@@ -9,10 +9,9 @@
 #include <vector>
 
 #include "sim/base/error.h"
-#include "sim/cli/plan_search.h"
+#include "sim/study/plan_search.h"
 
 using namespace prefixsim;
-using namespace prefixsim::cli;
 
 TEST_CASE("--slo terms parse into bounds in the columns' units", "[plan]") {
   const auto slo = parse_slo("ttft_p99=2s,hit_rate>=0.5,queue_p99<=250ms,block_hit_rate=40%");

@@ -10,11 +10,11 @@
 
 #include "policies/registry.h"
 #include "reports/run_report.h"
-#include "sim/cli/scenario.h"
+#include "sim/scenario/scenario.h"
 #include "sim/cost/catalog.h"
 #include "sim/kv/kv_tier.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 struct TierSpec {
   KvTierConfig cfg;            // capacity_blocks and bytes_per_block set by resolve_tiers
@@ -58,4 +58,4 @@ class FleetTiers {
   std::vector<std::unique_ptr<KvTierStack>> stacks_;              // by replica
 };
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

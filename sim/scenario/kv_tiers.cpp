@@ -1,13 +1,13 @@
-#include "sim/cli/kv_tiers.h"
+#include "sim/scenario/kv_tiers.h"
 
 #include <cmath>
 
 #include "sim/base/error.h"
 #include "sim/base/spec_params.h"
-#include "sim/cli/offline_future.h"
+#include "sim/scenario/offline_future.h"
 #include "sim/cost/kv_sizing.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 namespace {
 
@@ -164,4 +164,4 @@ std::string FleetTiers::check_invariants() const {
   return err;
 }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

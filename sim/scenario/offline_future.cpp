@@ -1,8 +1,8 @@
-#include "sim/cli/offline_future.h"
+#include "sim/scenario/offline_future.h"
 
 #include "sim/base/error.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 bool needs_future(const std::string& spec) { return canonical_policy_name(spec) == "belady"; }
 
@@ -22,4 +22,4 @@ PreparedTrace prepass(RequestSource& src, int32_t block_size, bool need_future, 
   return trace;
 }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

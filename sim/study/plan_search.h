@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 struct SloTerm {
   std::string text;    // as written, "ttft_p99<=2s"
@@ -61,4 +61,4 @@ struct SearchResult {
 // `meets(n)` runs the fleet of n replicas; each n is run at most once.
 SearchResult search_replicas(int64_t max_replicas, const std::function<bool(int64_t)>& meets);
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

@@ -1,4 +1,4 @@
-#include "sim/cli/plan_search.h"
+#include "sim/study/plan_search.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "sim/base/error.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 namespace {
 
 struct MetricInfo {
@@ -136,4 +136,4 @@ SearchResult search_replicas(int64_t max_replicas, const std::function<bool(int6
   return r;
 }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

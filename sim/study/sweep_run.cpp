@@ -1,12 +1,12 @@
-#include "sim/cli/sweep_run.h"
+#include "sim/study/sweep_run.h"
 
 #include <cmath>
 
 #include "sim/base/error.h"
-#include "sim/cli/offline_future.h"
+#include "sim/scenario/offline_future.h"
 #include "sim/engine/vector_source.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 namespace {
 
 // The settings that decide a point's requests: points that agree on them
@@ -99,4 +99,4 @@ std::string SweepRunner::run(size_t i) const {
   return row.dump();
 }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/point_run.h"
-#include "sim/cli/sweep_grid.h"
+#include "sim/scenario/point_run.h"
+#include "sim/study/sweep_grid.h"
 #include "sim/cost/kv_sizing.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 class SweepRunner {
  public:
@@ -46,4 +46,4 @@ class SweepRunner {
   std::map<size_t, Prepared> ready_;                      // by point
 };
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

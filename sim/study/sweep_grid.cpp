@@ -1,4 +1,4 @@
-#include "sim/cli/sweep_grid.h"
+#include "sim/study/sweep_grid.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,13 +9,13 @@
 #include "policies/registry.h"
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
-#include "sim/cli/offline_future.h"
-#include "sim/cli/point_run.h"
+#include "sim/scenario/offline_future.h"
+#include "sim/scenario/point_run.h"
 #include "sim/cost/catalog.h"
 #include "sim/fleet/router.h"
 #include "workloads/config_node.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 namespace {
 
 long line_of(const YAML::Node& n) { return n.Mark().line + 1; }
@@ -323,4 +323,4 @@ std::vector<GridPoint> expand_grid(const Grid& g) {
   return points;
 }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

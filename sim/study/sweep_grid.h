@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/scenario.h"
+#include "sim/scenario/scenario.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 struct GridValue {
   YAML::Node node;  // a scalar; made by a range, it has no mark of its own
@@ -75,4 +75,4 @@ std::string key_of_message(const std::string& msg);
 // The metric names a chart may plot (sweep_report's columns).
 const std::vector<std::string>& sweep_metric_names();
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

@@ -1,4 +1,4 @@
-#include "sim/cli/scenario.h"
+#include "sim/scenario/scenario.h"
 
 #include "sim/cost/cuda_graphs.h"
 
@@ -14,10 +14,11 @@
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 #include "sim/base/json_out.h"
-#include "sim/cli/options.h"
 #include "workloads/config_node.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
+
+namespace po = boost::program_options;
 namespace {
 
 class YamlReader {
@@ -380,4 +381,4 @@ nlohmann::json to_json(const Scenario& s) {
 
 int kv_dtype_bytes(const Scenario& s) { return s.kv_cache_dtype == "fp8" ? 1 : 0; }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

@@ -19,7 +19,7 @@ namespace YAML {
 class Node;
 }
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 struct Scenario {
   // Input: a trace, or a built-in workload (preset name or workload YAML).
@@ -113,4 +113,4 @@ nlohmann::json to_json(const Scenario& s);
 // Bytes per KV cache element for s.kv_cache_dtype: 0 (the model's dtype) for auto, 1 for fp8.
 int kv_dtype_bytes(const Scenario& s);
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

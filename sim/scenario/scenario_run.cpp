@@ -1,4 +1,4 @@
-#include "sim/cli/scenario_run.h"
+#include "sim/scenario/scenario_run.h"
 
 #include "sim/fleet/fleet.h"
 
@@ -8,7 +8,7 @@
 #include "traces/trace_reader.h"
 #include "workloads/workload.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 namespace {
 
 constexpr int64_t kDefaultWorkloadRequests = 2000;
@@ -158,4 +158,4 @@ void Fleet::add_tiers(const std::vector<TierSpec>& specs) {
 
 FleetResult Fleet::run(RequestSource& source) { return run_fleet(loop, source, engines, *router, block_size); }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

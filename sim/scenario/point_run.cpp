@@ -1,4 +1,4 @@
-#include "sim/cli/point_run.h"
+#include "sim/scenario/point_run.h"
 
 #include <algorithm>
 #include <limits>
@@ -9,7 +9,7 @@
 #include "sim/engine/vector_source.h"
 #include "sim/fleet/fleet.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 namespace {
 
 // Collects a point's figures from one engine run.
@@ -149,4 +149,4 @@ const std::vector<std::string>& point_figure_names() {
   return names;
 }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

@@ -8,8 +8,8 @@
 #include <memory>
 #include <optional>
 
-#include "sim/cli/kv_tiers.h"
-#include "sim/cli/scenario.h"
+#include "sim/scenario/kv_tiers.h"
+#include "sim/scenario/scenario.h"
 #include "sim/cost/catalog.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/kv_sizing.h"
@@ -23,7 +23,7 @@
 #include "sim/kv/block_pool.h"
 #include "sim/kv/kv_cache_manager.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 struct ResolvedScenario {
   const ModelSpec* model = nullptr;
@@ -81,4 +81,4 @@ struct Fleet {
   FleetTiers tiers;
 };
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

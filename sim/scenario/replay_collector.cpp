@@ -1,4 +1,4 @@
-#include "sim/cli/replay_collector.h"
+#include "sim/scenario/replay_collector.h"
 
 #include <cmath>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include "sim/base/error.h"
 #include "sim/fleet/fleet.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 
 namespace {
@@ -317,4 +317,4 @@ void CacheSeriesCollector::fill(RunReport& report) const {
   report.series = rows_;
 }
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

@@ -15,7 +15,7 @@
 #include "sim/base/progress_line.h"
 #include "sim/cost/steps_file.h"
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 // Ctrl-C: the collector stops the run at the next step or request by
 // throwing Interrupted (sim/base/interrupt.h).
@@ -121,4 +121,4 @@ class CacheSeriesCollector {
   ProgressLine progress_;
 };
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace prefixsim::cli {
+namespace prefixsim {
 
 // The number of processes an MPI launcher (mpirun, mpiexec, srun) started
 // this one among, from its environment; 1 when not launched by one.
@@ -45,4 +45,4 @@ void mpi_dispatch(const std::vector<size_t>& todo, const std::function<void(size
 void mpi_work(const std::function<std::string(size_t)>& run);
 #endif
 
-}  // namespace prefixsim::cli
+}  // namespace prefixsim
