@@ -40,7 +40,8 @@ TEST_CASE("every catalog entry loads with the names the issue asks for", "[catal
   CHECK(models == std::set<std::string>{"llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b", "llama-3.2-1b",
                                         "llama-3.2-3b", "qwen2.5-7b", "qwen3-8b", "qwen3-14b", "qwen3-32b",
                                         "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-20b",
-                                        "gpt-oss-120b", "mistral-7b", "llama-2-7b", "llama-2-70b"});
+                                        "gpt-oss-120b", "mistral-7b", "llama-2-7b", "llama-2-70b", "mistral-nemo-12b", "yi-34b",
+                                        "codellama-34b", "mixtral-8x7b", "llama-4-scout-17b-16e-fp8"});
   CHECK(gpus == std::set<std::string>{"h100-sxm-80gb", "h200-141gb", "a100-80gb", "l40s-48gb", "rtx-4090-24gb", "b200",
                                       "rtx-pro-6000-96gb", "l4-24gb", "mi300x-192gb", "a10g-24gb", "h20-96gb", "a40-48gb"});
   for (const GpuSpec& g : gpu_catalog()) {

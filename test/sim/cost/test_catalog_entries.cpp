@@ -72,6 +72,23 @@ const Published kPublished[] = {
     {"gpt-oss-20b", 2 * 8 * 64 * 2 * 24, int64_t{13761264768}, 20.9e9, 3.6e9 + 201088.0 * 2880},
     // openai/gpt-oss-120b: 36 layers, 8 KV heads, head_dim 64; 116.8 B total, 5.1 B active
     {"gpt-oss-120b", 2 * 8 * 64 * 2 * 36, int64_t{65248815744}, 116.8e9, 5.1e9 + 201088.0 * 2880},
+    // mistralai/Mistral-Nemo-Instruct-2407: 40 layers, 8 KV heads, head_dim 128; 12.25 B
+    {"mistral-nemo-12b", 2 * 8 * 128 * 2 * 40, int64_t{12247782400} * 2, 12.25e9, 0},
+    // 01-ai/Yi-34B: 60 layers, 8 KV heads, 128; 34.39 B (model card: 34B)
+    {"yi-34b", 2 * 8 * 128 * 2 * 60, int64_t{34388917248} * 2, 34.39e9, 0},
+    // codellama/CodeLlama-34b-Instruct-hf: 48 layers, 8 KV heads, 128; 33.74 B (model card: 34B)
+    {"codellama-34b", 2 * 8 * 128 * 2 * 48, int64_t{33743970304} * 2, 33.74e9, 0},
+    // mistralai/Mixtral-8x7B-v0.1: 32 layers, 8 KV heads, 128; 46.7 B total, 12.9 B active
+    {"mixtral-8x7b", 2 * 8 * 128 * 2 * 32, int64_t{46702792704} * 2, 46.7e9, 12.9e9},
+    // RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic: 48 layers, 8 KV heads, 128; the card's
+    // 109 B total counts the 0.87 B vision tower, which text serving skips; 17 B active.
+    // fp8 experts (1 byte + an fp32 scale per output channel), everything else bf16:
+    // bf16 (2 x 202048 x 5120 + 5120 + 48 x (attention + router + 2 norms)) x 2
+    //   + 48 x 17 experts x (3 x 5120 x 8192 + (8192 + 8192 + 5120) x 4)
+    {"llama-4-scout-17b-16e-fp8", 2 * 8 * 128 * 2 * 48,
+     (2LL * 202048 * 5120 + 5120 + 48LL * ((2LL * 5120 * 5120 + 2LL * 5120 * 1024) + 16 * 5120 + 2 * 5120)) * 2 +
+         48LL * 17 * (3LL * 5120 * 8192 + (8192 + 8192 + 5120) * 4),
+     109e9 - 0.87e9, 17e9},
 };
 
 std::string write_temp(const std::string& name, const std::string& text) {
@@ -194,6 +211,10 @@ TEST_CASE("each MoE's routed experts, implied by its counts, match its architect
       {"deepseek-v3", 256LL * 3 * 7168 * 2048 * 58},      // 61 layers less first_k_dense_replace 3
       {"gpt-oss-20b", gpt_oss_expert * 32 * 24},
       {"gpt-oss-120b", gpt_oss_expert * 128 * 36},
+      {"mixtral-8x7b", 8LL * 3 * 4096 * 14336 * 32},  // 8 experts, intermediate_size 14336, 32 layers
+      // 16 routed experts of intermediate_size 8192 in all 48 layers (interleave_moe_layer_step 1);
+      // the shared expert is read by every token, so it sits in active_params, not here.
+      {"llama-4-scout-17b-16e-fp8", 16LL * 3 * 5120 * 8192 * 48},
   };
   for (const auto& [name, routed] : want) {
     INFO(name);
