@@ -177,7 +177,15 @@ std::string render_summary_md(const RunReport& r) {
     const nlohmann::json& c = r.scenario["cost_model"];
     const nlohmann::json& e = c["known_error"];
     out += "\nTimes from the " + c.value("source", std::string("?")) + " cost model: ";
-    if (e.value("validated", false))
+    if (e.value("validated", false) && e.contains("metrics")) {
+      // A step model: its error on observed real runs (sim/cost/step_model.h).
+      const nlohmann::json& m = e["metrics"];
+      auto med = [&](const char* k) {
+        return m.contains(k) ? pct(m[k].value("median_abs_error", NAN)) : std::string("-");
+      };
+      out += "median |error| TTFT " + med("ttft_mean") + ", E2E " + med("e2e_mean") + ", TPOT " + med("tpot_mean") +
+             " (means; " + e.value("basis", std::string()) + ").\n";
+    } else if (e.value("validated", false))
       out += "held-out step MAPE " + pct(e.value("step_mape_held_out", NAN)) + " (max " +
              pct(e.value("step_max_ape_held_out", NAN)) + ") on the profile's measured steps.\n";
     else

@@ -32,6 +32,8 @@ int cmd_catalog(const Args& args);
 int cmd_gpu(const Args& args);
 int cmd_sweep(const Args& args);
 int cmd_plan(const Args& args);
+int cmd_validate(const Args& args);
+int cmd_calibrate(const Args& args);
 
 // `gpu calibrate --from-vidur DIR` (cmd_gpu_vidur.cpp).
 struct VidurCalibrateArgs {

@@ -31,6 +31,8 @@ const std::vector<Command>& commands() {
       {"catalog", "list the built-in models and GPUs with KV bytes and default pool sizes; check a profile", cmd_catalog},
       {"sweep", "run every point of a grid of scenarios (any key an axis) on threads or MPI ranks; tables and charts", cmd_sweep},
       {"plan", "find the cheapest fleet (replicas x TP) of a model on a GPU that meets an SLO on a trace", cmd_plan},
+      {"validate", "replay observed runs of real vLLM servers at their settings; error of TTFT, E2E, TPOT", cmd_validate},
+      {"calibrate", "fit the step model to observed runs of real vLLM servers (--profile takes the result)", cmd_calibrate},
       {"gpu", "fit a cost-model profile to step times measured by prefixsim-gpu-bench (gpu calibrate)", cmd_gpu},
   };
   return table;

@@ -22,7 +22,7 @@ double weight_floor_seconds(const CostCoefficients& c, double tokens) {
 double step_seconds(const CostCoefficients& c, const BatchSummary& b) {
   if (b.seqs == 0) return 0;
   const double n = static_cast<double>(b.graph_tokens > 0 ? b.graph_tokens : b.new_tokens);
-  return c.overhead_s + c.per_seq_s * static_cast<double>(b.seqs) +
+  return c.overhead_s + c.device_overhead_s + c.per_seq_s * static_cast<double>(b.seqs) +
          std::max(c.linear_s_per_token * n, weight_floor_seconds(c, n)) + c.attn_s_per_unit * b.attn_units +
          c.kv_read_s_per_token * b.context_tokens + c.allreduce_s_per_token * n;
 }
@@ -100,6 +100,20 @@ ModeledExecutor::ModeledExecutor(const ModelSpec& model, const GpuSpec& gpu, int
   }
 }
 
+ModeledExecutor::ModeledExecutor(const ModelSpec& model, const GpuSpec& gpu, int tp,
+                                 const CostCoefficients& coefficients, nlohmann::json description,
+                                 const VllmTiming& timing)
+    : model_name_(model.name),
+      gpu_name_(gpu.name),
+      tp_(tp),
+      timing_(timing),
+      step_model_(std::move(description)),
+      coef_(coefficients) {
+  for (double x : {timing_.host_per_seq_s, timing_.request_s, timing_.request_per_prompt_token_s})
+    if (!(x >= 0 && std::isfinite(x))) throw InputError("cost model: host and request overheads must be >= 0");
+  if (step_model_.is_null()) step_model_ = nlohmann::json::object();
+}
+
 BatchSummary ModeledExecutor::padded_summary(const Batch& batch) const {
   BatchSummary b = summarize(batch);
   if (timing_.graphs.enabled()) b.graph_tokens = timing_.graphs.padded_tokens(b.new_tokens, b.uniform_decode());
@@ -134,6 +148,10 @@ TimeNs ModeledExecutor::prefill_time(int64_t new_tokens, int64_t cached_tokens) 
 // fit on held-out measured steps; the roofline has never been compared with
 // measured times, so it says so rather than quoting a figure.
 nlohmann::json ModeledExecutor::known_error_json() const {
+  if (!step_model_.is_null()) {
+    if (step_model_.contains("known_error")) return step_model_["known_error"];
+    return {{"validated", false}, {"basis", "none: this step model carries no validation error"}};
+  }
   if (profile_) {
     const ProfileFit& f = profile_->fit;
     return {{"validated", true},
@@ -149,12 +167,16 @@ nlohmann::json ModeledExecutor::known_error_json() const {
 }
 
 nlohmann::json ModeledExecutor::to_json() const {
-  nlohmann::json j = {{"source", profile_ ? "profile" : "roofline"},
+  const char* source = !step_model_.is_null() ? "step_model" : profile_ ? "profile" : "roofline";
+  nlohmann::json j = {{"source", source},
                       {"model", model_name_},
                       {"gpu", gpu_name_},
                       {"tp", tp_},
                       {"coefficients", prefixsim::to_json(coef_)}};
-  if (profile_) {
+  if (!step_model_.is_null()) {
+    j["step_model"] = {{"terms", step_model_.value("terms", nlohmann::json::object())},
+                       {"provenance", step_model_.value("provenance", "")}};
+  } else if (profile_) {
     j["profile"] = prefixsim::to_json(*profile_);
   } else {
     j["options"] = {{"mfu_efficiency", options_.mfu_efficiency},

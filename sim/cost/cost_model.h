@@ -5,7 +5,7 @@
 // tokens over c cached ones touches n*c + n^2/2 query-key pairs) and context
 // tokens K = sum (c + n) whose K and V are read. The step time is
 //
-//   t = overhead + per_seq*S + max(linear*N, weight_floor(N)) + attn*A + kv_read*K + allreduce*N
+//   t = overhead + device_overhead + per_seq*S + max(linear*N, weight_floor(N)) + attn*A + kv_read*K + allreduce*N
 //
 // weight_floor(N) is a constant for a dense model; a mixture of experts
 // with routing figures reads the union of the N tokens' experts, which grows
@@ -140,6 +140,12 @@ class ModeledExecutor final : public Executor {
   ModeledExecutor(const ModelSpec& model, const GpuSpec& gpu, int tp, std::optional<Profile> profile,
                   const CostModelOptions& options = {}, const VllmTiming& timing = {});
 
+  // Given coefficients (the fitted step model, sim/cost/step_model.h), which
+  // `description` names in the report ({"schema", "terms", "provenance",
+  // "known_error"}).
+  ModeledExecutor(const ModelSpec& model, const GpuSpec& gpu, int tp, const CostCoefficients& coefficients,
+                  nlohmann::json description, const VllmTiming& timing = {});
+
   // O(number of sequences), no allocation. An empty batch costs nothing.
   TimeNs step_time(const Batch& batch) override;
   // Host: overhead_s + host_per_seq_s * S; device: the rest.
@@ -155,8 +161,8 @@ class ModeledExecutor final : public Executor {
 
   const CostCoefficients& coefficients() const { return coef_; }
   bool calibrated() const { return profile_.has_value(); }
-  // {"source": "roofline"|"profile", "model", "gpu", "tp", "coefficients",
-  //  "options" (roofline) | "profile" (calibrated)}: the report's cost model.
+  // {"source": "step_model"|"roofline"|"profile", "model", "gpu", "tp", "coefficients",
+  //  "step_model" | "options" (roofline) | "profile" (calibrated)}: the report's cost model.
   // ... plus "known_error": {"validated", "basis", and for a profile its
   // held-out step MAPE}: how far the times can be trusted.
   nlohmann::json to_json() const;
@@ -168,6 +174,7 @@ class ModeledExecutor final : public Executor {
   CostModelOptions options_;
   VllmTiming timing_;
   std::optional<Profile> profile_;
+  nlohmann::json step_model_;  // the step model's description, or null
   CostCoefficients coef_;
 };
 

@@ -28,7 +28,7 @@ namespace prefixsim {
 
 inline constexpr const char* kProfileSchema = "prefixsim.profile/1";
 
-// Step time (seconds) = overhead_s + per_seq_s * seqs
+// Step time (seconds) = overhead_s + device_overhead_s + per_seq_s * seqs
 //   + max(linear_s_per_token * new_tokens, weight_floor_s)
 //   + attn_s_per_unit * sum n*(c + n/2) + kv_read_s_per_token * sum (c + n)
 //   + allreduce_s_per_token * new_tokens
@@ -47,6 +47,11 @@ struct CostCoefficients {
   // 1 - k/E (ModelSpec::extra_expert_bytes_read).
   double expert_read_s = 0;
   double expert_miss = 0;
+  // Device time per step whatever the batch (kernels' fixed floors, TP
+  // all-reduce latency): device time, unlike overhead_s, which is the
+  // engine core's CPU time and overlaps the device under async scheduling.
+  // The fitted step model sets it (sim/cost/step_model.h); optional in a profile.
+  double device_overhead_s = 0;
   friend bool operator==(const CostCoefficients&, const CostCoefficients&) = default;
 };
 

@@ -126,8 +126,10 @@ const std::vector<ScenarioOption>& scenario_options() {
       {"kv-tokens", "kv_tokens", &Scenario::kv_tokens, Echo::value, kForReplay, "KV pool capacity in tokens"},
       {"kv-gb", "kv_gb", &Scenario::kv_gb, Echo::value, kForReplay, "KV pool memory in GiB per GPU"},
       {"profile", "profile", &Scenario::profile, Echo::null_if_empty, kAll,
-       "calibrated cost-model profile replacing the roofline: a JSON file, or `builtin` for the one shipped "
-       "for this model, GPU and TP (`prefixsim catalog` lists them)"},
+       "cost model (default: the step model fitted on real vLLM runs, see `prefixsim validate`): a step model "
+       "from `prefixsim calibrate` (JSON), a per-GPU profile (JSON, or `builtin` for the one shipped for this "
+       "model, GPU and TP; `prefixsim catalog` lists them), or `roofline` (datasheet peaks x assumed "
+       "efficiencies, never fitted)"},
       {"kv-cache-dtype", "kv_cache_dtype", &Scenario::kv_cache_dtype, Echo::if_changed, kAll,
        "KV cache element type: auto (the model's dtype, default) or fp8 (half the bytes per block)"},
       {"model-file", "model_file", &Scenario::model_file, Echo::if_changed, kAll,
@@ -157,11 +159,12 @@ const std::vector<ScenarioOption>& scenario_options() {
        "vLLM CUDA graphs: full_and_piecewise (default: decode batches padded to capture sizes, mixed ones too), "
        "full_decode_only, piecewise, or none (--enforce-eager: no padding)"},
       {"host-overhead-per-seq-us", "timing.host_per_seq_us", &Scenario::host_per_seq_us, Echo::value, kBoth,
-       "engine-core CPU time per scheduled sequence per step, microseconds (default 10)"},
+       "engine-core CPU time per scheduled sequence per step, microseconds (default: the cost model's)"},
       {"request-overhead-ms", "timing.request_overhead_ms", &Scenario::request_overhead_ms, Echo::value, kBoth,
-       "per request outside the engine core (HTTP, IPC, detokenization), added to TTFT and e2e (default 0.5)"},
+       "per request outside the engine core (HTTP, IPC, detokenization), added to TTFT and e2e (default: the "
+       "cost model's)"},
       {"tokenize-us-per-token", "timing.tokenize_us_per_token", &Scenario::tokenize_us_per_token, Echo::value, kBoth,
-       "tokenization time per prompt token, microseconds, added to TTFT and e2e (default 1)"},
+       "tokenization time per prompt token, microseconds, added to TTFT and e2e (default: the cost model's)"},
       {"series-interval", "series_interval_s", &Scenario::series_interval_s, Echo::value, kForReplay,
        "time-series interval in seconds (default 1; coarsened for long runs)"},
       {"check-invariants", "check_invariants", &Scenario::check_invariants, Echo::never, kAll,
@@ -342,11 +345,11 @@ void validate(const Scenario& s) {
     bad("--max-num-batched-tokens", "must be at least --max-num-seqs (vLLM's config rule)");
   if (s.long_prefill_token_threshold < 0) bad("--long-prefill-token-threshold", "must be >= 0");
   parse_cuda_graph_mode(s.cudagraph_mode, "--cudagraph-mode");
-  const std::pair<const char*, double> overheads[] = {{"--host-overhead-per-seq-us", s.host_per_seq_us},
+  const std::pair<const char*, std::optional<double>> overheads[] = {{"--host-overhead-per-seq-us", s.host_per_seq_us},
                                                        {"--request-overhead-ms", s.request_overhead_ms},
                                                        {"--tokenize-us-per-token", s.tokenize_us_per_token}};
   for (const auto& [flag, x] : overheads)
-    if (!(x >= 0 && x < 1e9)) bad(flag, "must be a number >= 0");
+    if (x && !(*x >= 0 && *x < 1e9)) bad(flag, "must be a number >= 0");
   if (!(s.series_interval_s > 0 && s.series_interval_s < 1e9)) bad("--series-interval", "must be positive");
 }
 

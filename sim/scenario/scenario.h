@@ -71,9 +71,11 @@ struct Scenario {
   // VllmTiming, sim/engine/engine.h), the CLI to vLLM's defaults.
   bool async_scheduling = true;
   std::string cudagraph_mode = "full_and_piecewise";  // none | piecewise | full_decode_only | full_and_piecewise
-  double host_per_seq_us = 10;       // engine-core CPU per scheduled sequence per step
-  double request_overhead_ms = 0.5;  // per request outside the engine core (HTTP, IPC, detokenize)
-  double tokenize_us_per_token = 1;  // tokenization, per prompt token
+  // Unset: the cost model's (the fitted step model's terms, or the
+  // roofline's estimates of 10 us, 0.5 ms and 1 us with --profile).
+  std::optional<double> host_per_seq_us;       // engine-core CPU per scheduled sequence per step
+  std::optional<double> request_overhead_ms;   // per request outside the engine core (HTTP, IPC, detokenize)
+  std::optional<double> tokenize_us_per_token; // tokenization, per prompt token
 
   double series_interval_s = 1.0;       // time-series resolution (coarsened for long runs)
   std::string out = "prefixsim-out";

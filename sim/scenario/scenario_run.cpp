@@ -2,6 +2,7 @@
 
 #include "sim/fleet/fleet.h"
 
+#include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 #include "sim/cost/shipped_profiles.h"
 #include "sim/engine/source_filters.h"
@@ -59,7 +60,13 @@ ResolvedScenario resolve_scenario(const Scenario& s) {
   ResolvedScenario r;
   r.model = &find_model(s.model);
   r.gpu = &find_gpu(s.gpu);
-  if (!s.profile.empty()) r.profile = resolve_profile(s.profile, r.model->name, r.gpu->name, s.tp);
+  if (s.profile.empty()) r.step_model = default_step_model();
+  else if (s.profile == kRooflineProfile) {
+  } else if (s.profile != kBuiltinProfile && is_step_model_text(read_whole_file(s.profile, "profile"))) {
+    r.step_model = read_step_model(s.profile);
+  } else {
+    r.profile = resolve_profile(s.profile, r.model->name, r.gpu->name, s.tp);
+  }
   if (s.time_scale) r.time_scale = *s.time_scale;
   if (!s.trace.empty() && s.rate) {
     r.trace_rate = measure_trace_rate(s);
@@ -94,13 +101,15 @@ SchedulerConfig scheduler_config(const Scenario& s) {
   return sc;
 }
 
-VllmTiming vllm_timing(const Scenario& s) {
+VllmTiming vllm_timing(const Scenario& s, const ResolvedScenario& r) {
   VllmTiming t;
   t.graphs = CudaGraphs::vllm_default(parse_cuda_graph_mode(s.cudagraph_mode, "--cudagraph-mode"), s.max_num_seqs,
                                       s.max_num_batched_tokens);
-  t.host_per_seq_s = s.host_per_seq_us / 1e6;  // divisions: 10 us is 1e-05 exactly as the report prints it
-  t.request_s = s.request_overhead_ms / 1e3;
-  t.request_per_prompt_token_s = s.tokenize_us_per_token / 1e6;
+  apply_step_model_timing(r.step_model ? r.step_model->terms : roofline_terms(), t);
+  // divisions: 10 us is 1e-05 exactly as the report prints it
+  if (s.host_per_seq_us) t.host_per_seq_s = *s.host_per_seq_us / 1e6;
+  if (s.request_overhead_ms) t.request_s = *s.request_overhead_ms / 1e3;
+  if (s.tokenize_us_per_token) t.request_per_prompt_token_s = *s.tokenize_us_per_token / 1e6;
   return t;
 }
 
@@ -116,19 +125,22 @@ std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const Reso
   return src;
 }
 
-namespace {
-CostModelOptions cost_options(const Scenario& s) {
+ModeledExecutor make_executor(const Scenario& s, const ResolvedScenario& r) {
+  if (r.step_model) {
+    const CostCoefficients c =
+        step_model_coefficients(r.step_model->terms, step_basis(*r.model, *r.gpu, s.tp, kv_dtype_bytes(s)));
+    return ModeledExecutor(*r.model, *r.gpu, s.tp, c, to_json(*r.step_model), vllm_timing(s, r));
+  }
   CostModelOptions o;
   o.kv_dtype_bytes = kv_dtype_bytes(s);
-  return o;
+  return ModeledExecutor(*r.model, *r.gpu, s.tp, r.profile, o, vllm_timing(s, r));
 }
-}  // namespace
 
 Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks,
                  std::unique_ptr<EvictionPolicy> policy, EventLoop* loop, uint32_t index)
     : pool(static_cast<int32_t>(num_blocks), true, std::move(policy)),
       kv(s.block_size, pool),
-      exec(*r.model, *r.gpu, s.tp, r.profile, cost_options(s), vllm_timing(s)),
+      exec(make_executor(s, r)),
       engine(loop ? Engine(scheduler_config(s), kv, exec, *loop, index) : Engine(scheduler_config(s), kv, exec)) {}
 
 Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,

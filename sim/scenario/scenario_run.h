@@ -14,6 +14,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/cost/kv_sizing.h"
 #include "sim/cost/profile.h"
+#include "sim/cost/step_model.h"
 #include "policies/registry.h"
 #include "sim/engine/arrivals.h"
 #include "sim/engine/engine.h"
@@ -28,7 +29,9 @@ namespace prefixsim {
 struct ResolvedScenario {
   const ModelSpec* model = nullptr;
   const GpuSpec* gpu = nullptr;
-  std::optional<Profile> profile;  // --profile, else the roofline
+  std::optional<Profile> profile;      // --profile FILE|builtin: a per-GPU profile
+  std::optional<StepModel> step_model; // the fitted step model (default, or --profile FILE of one);
+                                       // neither: --profile roofline
   // The factor every gap between a trace's arrivals is multiplied by
   // (--time-scale, or what --rate asks of the trace's own rate); 1 otherwise.
   double time_scale = 1.0;
@@ -41,8 +44,13 @@ ResolvedScenario resolve_scenario(const Scenario& s);
 // The pool-sizing input of `s`, its size settings included.
 KvSizingInput kv_sizing_input(const Scenario& s, const ResolvedScenario& r);
 SchedulerConfig scheduler_config(const Scenario& s);
-// The vLLM server timing the scenario asks for (CUDA graphs, host and request overheads).
-VllmTiming vllm_timing(const Scenario& s);
+// The vLLM server timing the scenario asks for (CUDA graphs, host and request
+// overheads: the flags', else the cost model's).
+VllmTiming vllm_timing(const Scenario& s, const ResolvedScenario& r);
+// The cost model of one replica: the step model, a profile or the roofline.
+ModeledExecutor make_executor(const Scenario& s, const ResolvedScenario& r);
+// `--profile roofline`: the datasheet roofline with assumed efficiencies.
+inline constexpr const char* kRooflineProfile = "roofline";
 // The workload or the trace, sliced by --requests, rescaled to the load, and
 // its first part marked as warm-up (--warmup; `warmup`, when given, is set
 // to the marker so the caller can report what it marked).

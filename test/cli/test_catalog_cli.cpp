@@ -146,11 +146,19 @@ TEST_CASE("--kv-cache-dtype fp8 halves the bytes per block and doubles the deriv
 
 TEST_CASE("the report states which cost model produced the times and its known error", "[cli][cost_model]") {
   const std::string dir = temp_dir("known-error");
-  auto r = run_cli({"replay", "--requests", "50", "--out", dir + "/roof"});
+  auto r = run_cli({"replay", "--requests", "50", "--profile", "roofline", "--out", dir + "/roof"});
   auto p = run_cli({"replay", "--requests", "50", "--profile", "builtin", "--out", dir + "/prof"});
-  INFO(r.err << p.err);
+  auto d = run_cli({"replay", "--requests", "50", "--out", dir + "/default"});
+  INFO(r.err << p.err << d.err);
   REQUIRE(r.rc == 0);
   REQUIRE(p.rc == 0);
+  REQUIRE(d.rc == 0);
+  // The default: the step model fitted on real vLLM runs, with its held-out error on them.
+  const json def = report_of(dir + "/default")["scenario"]["cost_model"];
+  CHECK(def["source"] == "step_model");
+  CHECK(def["known_error"]["validated"] == true);
+  CHECK(def["known_error"]["metrics"]["e2e_mean"]["median_abs_error"].is_number());
+  CHECK(read_file(dir + "/default/summary.md").find("step_model cost model: median |error| TTFT") != std::string::npos);
   const json roof = report_of(dir + "/roof")["scenario"]["cost_model"];
   CHECK(roof["source"] == "roofline");
   CHECK(roof["known_error"]["validated"] == false);

@@ -85,7 +85,7 @@ TEST_CASE("--profile builtin finds the shipped profile for the run, or says whic
 
 TEST_CASE("replay and compare --profile builtin price steps with the shipped profile", "[profile][shipped][cli]") {
   const std::string dir = test::temp_dir("shipped_profile_cli");
-  const auto roof = test::run_cli({"replay", "--requests", "200", "--out", dir + "/roof", "--quiet"});
+  const auto roof = test::run_cli({"replay", "--requests", "200", "--profile", "roofline", "--out", dir + "/roof", "--quiet"});
   const auto prof = test::run_cli({"replay", "--requests", "200", "--profile", "builtin", "--out", dir + "/prof", "--quiet"});
   REQUIRE(roof.rc == 0);
   REQUIRE(prof.rc == 0);
