@@ -12,6 +12,7 @@
 #include "traces/byte_stream.h"
 #include "traces/trace_reader.h"
 #include "workloads/inference_perf.h"
+#include "workloads/rng.h"
 
 namespace prefixsim {
 namespace {
@@ -331,6 +332,85 @@ ObservedRun read_llmservingsim(const fs::path& dir) {
   return run;
 }
 
+// ---- vLLM's benchmark: `vllm bench serve --save-result --save-detailed` --
+
+double list_num(const Doc& d, const json& list, size_t i, const std::string& field) {
+  if (!list[i].is_number()) d.fail(field + "." + std::to_string(i), "must be a number");
+  return list[i].get<double>();
+}
+
+// The requests vllm bench sent (its prompt and output lengths; fresh random
+// tokens, as its random and ShareGPT datasets share no prefixes), arriving as
+// its load generator spaced them: gamma gaps of shape `burstiness` at
+// `request_rate` (Poisson at 1), or back to back under max_concurrency
+// closed-loop slots; and what it measured per request (ttfts and itls in s).
+void read_vllm_bench(const Doc& b, ObservedRun& run, uint64_t seed) {
+  const json& in = b.need("input_lens");
+  const json& out = b.need("output_lens");
+  const json& ttfts = b.need("ttfts");
+  const json& itls = b.need("itls");
+  if (!in.is_array() || in.empty()) b.fail("input_lens", "must be a non-empty list (record with --save-detailed)");
+  for (const char* k : {"output_lens", "ttfts", "itls"})
+    if (!b.need(k).is_array() || b.need(k).size() != in.size()) b.fail(k, "must be a list as long as input_lens");
+  const json* errors = b.find("errors");
+  const double rate = b.find("request_rate") && b.need("request_rate").is_number()
+                          ? b.num("request_rate", 1e-9, 1e9)
+                          : INFINITY;  // vllm bench writes "inf" as a string
+  const double burst = b.find("burstiness") ? b.num("burstiness", 1e-6, 1e6) : 1.0;
+  int64_t slots = 0;
+  if (b.find("max_concurrency")) slots = b.integer("max_concurrency", 1, 1 << 20);
+  if (!std::isfinite(rate) && slots == 0) slots = static_cast<int64_t>(in.size());  // all at once
+  workloads::Rng rng(workloads::derive_seed(seed, 3));
+  double t = 0;
+  std::vector<double> ttft, e2e, tpot;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (errors && errors->is_array() && i < errors->size() && (*errors)[i].is_string() &&
+        !(*errors)[i].get<std::string>().empty()) {
+      ++run.failed;
+      continue;
+    }
+    Request r;
+    r.id = "r" + std::to_string(i);
+    r.prompt_len = static_cast<int64_t>(list_num(b, in, i, "input_lens"));
+    r.output_len = static_cast<int64_t>(list_num(b, out, i, "output_lens"));
+    if (r.prompt_len < 1 || r.output_len < 1) b.fail("input_lens." + std::to_string(i), "a request needs tokens in and out");
+    for (int64_t k = 0; k < r.prompt_len; ++k) r.tokens.push_back(static_cast<int32_t>(rng.below(32000)));
+    if (std::isfinite(rate)) {
+      r.arrival = static_cast<TimeNs>(std::llround(t * 1e9));
+      t += rng.gamma(burst, 1.0 / (rate * burst));
+    }
+    // Closed loop: slot k sends its next request when its last one finished.
+    if (slots > 0 && run.requests.size() >= static_cast<size_t>(slots)) {
+      const Request& before = run.requests[run.requests.size() - static_cast<size_t>(slots)];
+      r.wait_for = {before.id};
+      run.requests[run.requests.size() - static_cast<size_t>(slots)].awaitable = true;
+    }
+    const double first = list_num(b, ttfts, i, "ttfts");
+    double rest = 0;
+    if (!itls[i].is_array()) b.fail("itls." + std::to_string(i), "must be a list");
+    for (const json& g : itls[i]) {
+      if (!g.is_number()) b.fail("itls." + std::to_string(i), "must be a list of numbers");
+      rest += g.get<double>();
+    }
+    ttft.push_back(first * 1e3);
+    e2e.push_back((first + rest) * 1e3);
+    if (r.output_len > 1) tpot.push_back(rest * 1e3 / static_cast<double>(r.output_len - 1));
+    run.requests.push_back(std::move(r));
+  }
+  run.ttft = measured_stat(ttft);
+  run.e2e = measured_stat(e2e);
+  run.tpot = measured_stat(tpot);
+  if (b.find("request_throughput")) run.throughput_rps = b.num("request_throughput", 0, 1e9);
+  run.sent = static_cast<int64_t>(in.size());
+  if (run.failed > 0) {
+    run.saturated = true;
+    run.saturation = std::to_string(run.failed) + " of " + std::to_string(run.sent) + " requests failed";
+  }
+  run.notes.push_back("prompts: fresh random tokens of the recorded lengths (no shared prefixes)");
+  if (slots > 0) run.notes.push_back("arrivals: " + std::to_string(slots) + " closed-loop client slots");
+  else run.notes.push_back("arrivals: drawn again at the recorded rate and burstiness (vllm bench keeps no times)");
+}
+
 // ---- prefixsim.observed/1 ----------------------------------------------
 
 ObservedRun read_native(const Doc& d, const std::string& path) {
@@ -358,10 +438,20 @@ ObservedRun read_native(const Doc& d, const std::string& path) {
   const std::string at = d.find("latency_measured_at") ? d.str("latency_measured_at") : "client";
   if (at != "client" && at != "engine") d.fail("latency_measured_at", "must be \"client\" or \"engine\"");
   run.client_side = at == "client";
-  fs::path trace = d.str("trace");
-  if (trace.is_relative()) trace = fs::path(path).parent_path() / trace;
+  auto beside = [&](const std::string& field) {
+    fs::path p = d.str(field);
+    return (p.is_relative() ? fs::path(path).parent_path() / p : p).string();
+  };
+  if (d.find("vllm_bench")) {
+    // The workload and the measurements are vLLM benchmark's result file.
+    if (d.find("trace") || d.find("measured")) d.fail("vllm_bench", "give either vllm_bench or trace and measured");
+    const std::string bench = beside("vllm_bench");
+    read_vllm_bench(Doc(bench, read_whole_file(bench, "vllm bench result")), run,
+                    d.find("seed") ? static_cast<uint64_t>(d.integer("seed", 0, int64_t{1} << 62)) : 0);
+    return run;
+  }
   TraceOptions t;
-  std::unique_ptr<RequestSource> src = open_trace(trace.string(), t);
+  std::unique_ptr<RequestSource> src = open_trace(beside("trace"), t);
   Request r;
   while (src->next(r)) run.requests.push_back(r);
   if (run.requests.empty()) d.fail("trace", "holds no requests");

@@ -22,6 +22,15 @@
 //       "latency_measured_at": "client" | "engine",
 //       "measured": {"ttft_ms": {"mean", "p50", "p90", "p99"}, "e2e_ms": {...},
 //                    "tpot_ms": {...}, "throughput_rps"}}
+//    or, for a run of vLLM's own benchmark (`vllm bench serve --save-result
+//    --save-detailed`), its result file in place of "trace" and "measured":
+//      {"schema": "prefixsim.observed/1", "settings": {...}, "vllm_bench": "result.json"}
+//    whose input_lens / output_lens give the requests (fresh random tokens:
+//    its random and ShareGPT datasets share no prefixes), request_rate,
+//    burstiness and max_concurrency their arrivals (vllm bench keeps no
+//    times: gamma gaps drawn again, or closed-loop slots), and ttfts / itls
+//    (seconds) the measured TTFT, E2E = TTFT + sum(itls) and TPOT per
+//    request; failed requests (errors) are counted, not replayed.
 //
 // TPOT is vLLM's: (last token - first token) / (output tokens - 1) per
 // request. Tools' own TPOT fields do not all mean that (inference-perf's

@@ -127,6 +127,29 @@ TEST_CASE("a prefixsim.observed/1 file names its settings, its trace and what wa
   CHECK(r.throughput_rps == 9.5);
 }
 
+TEST_CASE("a vLLM benchmark result gives requests and per-request measurements", "[observed]") {
+  const ObservedRun r = read_observed_run(data("vllm-bench-small.observed.json"));
+  CHECK(r.client_side);
+  // The fourth request failed: counted, not replayed, and the run is saturated.
+  REQUIRE(r.requests.size() == 3);
+  CHECK(r.failed == 1);
+  CHECK(r.saturated);
+  CHECK(r.requests[1].prompt_len == 120);
+  CHECK(r.requests[1].output_len == 4);
+  // max_concurrency 2 at rate inf: two closed-loop slots; the third request
+  // waits for the first to finish.
+  CHECK(r.requests[0].wait_for.empty());
+  CHECK(r.requests[1].wait_for.empty());
+  REQUIRE(r.requests[2].wait_for.size() == 1);
+  CHECK(r.requests[2].wait_for[0] == r.requests[0].id);
+  CHECK(r.requests[0].awaitable);
+  // TTFT 20, 30, 10 ms; E2E 42, 60, 14; TPOT 22/2, 30/3, 4/1.
+  CHECK(r.ttft.mean == Approx(20.0));
+  CHECK(r.e2e.mean == Approx((42.0 + 60.0 + 14.0) / 3));
+  CHECK(r.tpot.mean == Approx((11.0 + 10.0 + 4.0) / 3));
+  CHECK(r.throughput_rps == 2.0);
+}
+
 TEST_CASE("bad observed runs name the file and the field", "[observed]") {
   CHECK_THROWS_WITH(read_observed_run(blis_with("\"max_num_seqs\": 64", "\"max_num_seqs\": \"many\"")),
                     Contains("field 'vllm_args.max_num_seqs': must be an integer"));
