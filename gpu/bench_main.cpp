@@ -1,5 +1,5 @@
 // prefixsim-gpu-bench: the measurement half of `prefixsim gpu bench`
-// (issue 6, item 8). Paged-attention TFLOP/s and GB/s over a grid of
+// (the device side of calibration). Paged-attention TFLOP/s and GB/s over a grid of
 // (new tokens n, cached tokens c, batch; decode-like rows with n = 1 or 32
 // over long contexts show K2's split-KV, beside attn_k2_1pass rows timing
 // the same steps single-pass; then uneven decode steps, one long context

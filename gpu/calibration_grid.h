@@ -1,5 +1,5 @@
-// The designed grid of engine steps that GPU calibration measures (issue 7,
-// item 1): prefill-only steps over a log grid of (new tokens, cached
+// The designed grid of engine steps that GPU calibration measures:
+// prefill-only steps over a log grid of (new tokens, cached
 // tokens), a few batched prefills, decode-only steps over (batch, context),
 // and mixed steps (one chunked prefill beside a decode batch), each within
 // a KV pool of max_pool_tokens. The shapes are plain data so that the grid

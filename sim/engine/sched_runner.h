@@ -1,5 +1,5 @@
 // `prefixsim sched`: runs a scheduler step script (the format of
-// ../shared/golden/vllm-v1-scheduler/README.md) through the Scheduler and the
+// test/data/golden/vllm-v1-scheduler/README.md) through the Scheduler and the
 // KV cache manager, steps instead of time, with the goldens' fake model, and
 // writes one compact JSON line per step plus the summary line, as vLLM's own
 // v1 Scheduler did.

@@ -1,5 +1,6 @@
 // vLLM v1's synchronous Scheduler (FCFS, prefix caching, chunked prefill)
-// over KvCacheManager. `../shared/golden/vllm-v1-scheduler/README.md` is the
+// over KvCacheManager. `test/data/golden/vllm-v1-scheduler/README.md` (a copy of
+// ../shared/golden/vllm-v1-scheduler) is the
 // specification; "§n" below are its sections. One step is
 //
 //   schedule()            §3: running requests first (in `running` order),
@@ -13,14 +14,14 @@
 //
 // Both `prefixsim sched` (steps) and the Engine (time) drive this one class.
 //
-// Where vLLM's DEFAULT engine differs (§11): at the pinned commit
-// async_scheduling resolves to true, which selects AsyncScheduler and
-// EngineCore.step_with_batch_queue: step k+1 is scheduled before step k's
-// output is processed (num_output_placeholders stand in for the sampled
-// tokens), so finishes and block frees land one step later and the exact
-// step trace depends on timing. We model the synchronous Scheduler
-// (`--no-async-scheduling`), which is deterministic and is what the goldens
-// hold us to.
+// vLLM's default engine (§11) runs async_scheduling: AsyncScheduler with
+// EngineCore.step_with_batch_queue, where step k+1 is scheduled before step
+// k's output is processed (num_output_placeholders stand in for the sampled
+// tokens), so finishes and block frees land one step later. This class is
+// both: the synchronous rules above, which the goldens hold it to step by
+// step, and the placeholders and in-flight plans the async loop needs
+// (SchedulerConfig::async_scheduling, on by default in the CLI; the Engine
+// drives it as step_with_batch_queue with a queue of 2, sim/engine/engine.h).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // vLLM v1's KVCacheManager for one full-attention group (the decoder-only
-// set-up), over a BlockPool. `../shared/golden/vllm-v1/README.md` is the
+// set-up), over a BlockPool. `test/data/golden/vllm-v1/README.md` is the
 // specification; the numbers below are its items.
 //
 //   lookup()   get_computed_blocks: walk the full-block hashes from block 0,

@@ -1,5 +1,5 @@
 // `prefixsim ops`: runs a block-manager operation script (the format of
-// ../shared/golden/vllm-v1/README.md) through KvCacheManager and writes one
+// test/data/golden/vllm-v1/README.md) through KvCacheManager and writes one
 // compact JSON line per op, then the summary line, as vLLM's own manager did.
 #pragma once
 

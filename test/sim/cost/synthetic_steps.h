@@ -1,6 +1,6 @@
 // Synthetic calibration data shared by the fit and samples tests: cost-model
 // coefficients of the size a calibrated llama-3.1-8b on an H100 has, and the
-// kinds of step calibration measures (issue 7): prefill-only steps over
+// kinds of step calibration measures: prefill-only steps over
 // (new, cached), decode-only steps over (batch, context), and a chunked
 // prefill beside a decode batch.
 #pragma once

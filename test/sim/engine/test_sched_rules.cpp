@@ -1,5 +1,5 @@
 // One test per rule of the vLLM v1 scheduler specification
-// (../shared/golden/vllm-v1-scheduler/README.md, "§n" = its sections), each on
+// (test/data/golden/vllm-v1-scheduler/README.md, "§n" = its sections), each on
 // the smallest scenario that shows it. The numbers come from the README's
 // worked examples where one fits.
 #include <catch2/catch.hpp>
