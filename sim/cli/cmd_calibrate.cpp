@@ -38,9 +38,7 @@ int cmd_calibrate(const Args& args) {
     return 0;
   if (!vm.count("observed")) throw InputError("calibrate: --observed needs at least one RUN");
   if (!vm.count("out")) throw InputError("calibrate: --out FILE is required (where the step model goes)");
-  int threads = vm["threads"].as<int>();
-  if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
-  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = resolve_threads(vm);
   const std::string out = vm["out"].as<std::string>();
   check_output_file(out, "--out");
   if (vm.count("report")) check_output_dir(vm["report"].as<std::string>(), "--report");

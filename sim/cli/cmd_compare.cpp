@@ -298,9 +298,7 @@ int cmd_compare(const Args& args) {
     if (offloading) ps.kv_offloading_size = offloads[pr.offload];
     return ps;
   };
-  int threads = vm["threads"].as<int>();
-  if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
-  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = resolve_threads(vm);
   threads = std::min<int>(threads, static_cast<int>(pairs.size()));
   std::vector<PointResult> results(pairs.size());
   // Bigger pools replay slower: they go first.

@@ -186,9 +186,7 @@ int cmd_plan(const Args& args) {
     }
   }
   make_router(base.router, RouterContext{});
-  int threads = vm["threads"].as<int>();
-  if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
-  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = resolve_threads(vm);
 
   const ResolvedScenario resolved0 = resolve_scenario(base);
   double gpu_cost = resolved0.gpu->cost_per_hour;

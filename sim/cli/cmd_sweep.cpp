@@ -130,9 +130,7 @@ int cmd_sweep(const Args& args) {
                   "rank 0 hands the points out to the other ranks and writes the same files."))
     return 0;
   if (!vm.count("grid")) throw InputError("sweep: missing the grid.yaml argument (see prefixsim sweep --help)");
-  int threads = vm["threads"].as<int>();
-  if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
-  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = resolve_threads(vm);
   const std::string dir = vm["out"].as<std::string>();
   const bool quiet = vm.count("quiet") > 0;
   const int launched = mpi_launch_size();

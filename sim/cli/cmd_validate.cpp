@@ -37,9 +37,7 @@ int cmd_validate(const Args& args) {
                   "Writes validate.json, validate.md and validate.html to --out."))
     return 0;
   if (!vm.count("run")) throw InputError("validate: give at least one observed RUN");
-  int threads = vm["threads"].as<int>();
-  if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
-  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = resolve_threads(vm);
   const std::string out = vm["out"].as<std::string>();
   check_output_dir(out, "--out");
   const StepModel model = vm.count("profile") ? read_step_model(vm["profile"].as<std::string>()) : default_step_model();

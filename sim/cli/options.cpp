@@ -1,6 +1,8 @@
 #include "sim/cli/options.h"
 
+#include <algorithm>
 #include <iostream>
+#include <thread>
 
 #include "sim/base/error.h"
 #include "sim/base/input_limits.h"
@@ -32,6 +34,12 @@ bool parse_args(const std::vector<std::string>& args, const po::options_descript
     throw InputError(std::string(e.what()) + " (usage: " + usage + ")");
   }
   return true;
+}
+
+int resolve_threads(const po::variables_map& vm) {
+  const int threads = vm["threads"].as<int>();
+  if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
+  return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace prefixsim::cli

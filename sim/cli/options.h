@@ -16,4 +16,8 @@ bool parse_args(const std::vector<std::string>& args, const po::options_descript
                 const po::positional_options_description& pos, po::variables_map& vm, const std::string& usage,
                 const std::string& description);
 
+// --threads N as the commands take it: N >= 1, or 0 for one per core
+// (InputError for a negative N).
+int resolve_threads(const po::variables_map& vm);
+
 }  // namespace prefixsim::cli
