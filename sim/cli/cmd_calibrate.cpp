@@ -24,6 +24,8 @@ int cmd_calibrate(const Args& args) {
       ("report", po::value<std::string>(), "also write validate.{json,md,html} of the fit (and held-out/ of "
                                            "leave-one-out) to this directory")
       ("iterations", po::value<int>()->default_value(8), "replay-and-solve rounds at most")
+      ("prior-weight", po::value<double>()->default_value(0.05),
+       "pull of each term toward its starting value (0: none; a run weighs 1 per measured mean)")
       ("threads", po::value<int>()->default_value(0), "worker threads (default: one per core)")
       ("quiet", "print nothing on success");
   po::positional_options_description pos;
@@ -47,6 +49,8 @@ int cmd_calibrate(const Args& args) {
   o.iterations = vm["iterations"].as<int>();
   if (o.iterations < 1 || o.iterations > 100) throw InputError("--iterations must be in [1, 100]");
   o.leave_one_out = vm.count("leave-one-out") > 0;
+  o.prior_weight = vm["prior-weight"].as<double>();
+  if (!(o.prior_weight >= 0 && o.prior_weight <= 100)) throw InputError("--prior-weight must be in [0, 100]");
   StepModel start;
   if (vm.count("from")) start = read_step_model(vm["from"].as<std::string>());
   std::vector<ObservedRun> runs;
