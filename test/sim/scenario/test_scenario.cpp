@@ -1,0 +1,71 @@
+// The scenario room in process: the option table's YAML round trip, the
+// cost model a scenario resolves to, and the executor it builds.
+#include <catch2/catch.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "sim/base/error.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_run.h"
+#include "test/support.h"
+
+using namespace prefixsim;
+
+TEST_CASE("a scenario's report echo read back as YAML gives the same scenario", "[scenario]") {
+  Scenario s;
+  s.model = "qwen3-32b";
+  s.tp = 2;
+  s.max_num_seqs = 64;
+  s.max_num_batched_tokens = 4096;
+  s.kv_blocks = 12345;
+  s.request_overhead_ms = 2.5;
+  const nlohmann::json echo = to_json(s);
+  Scenario back;
+  for (const auto& [key, value] : echo.items()) {
+    if (value.is_null() || key == "workload") continue;
+    if (value.is_object()) {
+      for (const auto& [sub, v] : value.items())
+        if (!v.is_null()) apply_scenario_value("echo", 1, key + "." + sub, YAML::Load(v.dump()), back);
+      continue;
+    }
+    apply_scenario_value("echo", 1, key, YAML::Load(value.dump()), back);
+  }
+  CHECK(to_json(back) == echo);
+  CHECK(back.kv_blocks == 12345);
+  CHECK(back.request_overhead_ms == 2.5);
+  CHECK_FALSE(back.host_per_seq_us.has_value());  // unset: the cost model's
+}
+
+TEST_CASE("a scenario resolves to the fitted step model unless --profile says otherwise", "[scenario]") {
+  Scenario s;
+  ResolvedScenario r = resolve_scenario(s);
+  REQUIRE(r.step_model.has_value());
+  CHECK_FALSE(r.profile.has_value());
+  CHECK(r.step_model->terms == default_step_model().terms);
+  // Its timing terms become the server timing unless a flag sets them.
+  VllmTiming t = vllm_timing(s, r);
+  CHECK(t.request_s == default_step_model().terms[kRequestS]);
+  s.request_overhead_ms = 4;
+  CHECK(vllm_timing(s, r).request_s == 0.004);
+  CHECK(make_executor(s, r).to_json()["source"] == "step_model");
+
+  s.profile = "roofline";
+  r = resolve_scenario(s);
+  CHECK_FALSE(r.step_model.has_value());
+  CHECK_FALSE(r.profile.has_value());
+  CHECK(make_executor(s, r).to_json()["source"] == "roofline");
+  CHECK(vllm_timing(s, r).host_per_seq_s == roofline_terms()[kHostSeqS]);
+
+  s.profile = "builtin";
+  r = resolve_scenario(s);
+  CHECK(r.profile.has_value());
+  CHECK(make_executor(s, r).to_json()["source"] == "profile");
+
+  StepModel m;
+  m.terms[kLayerS] = 4e-5;
+  s.profile = test::write_text_file(test::temp_dir("scenario_step_model"), "m.json", step_model_text(m));
+  r = resolve_scenario(s);
+  REQUIRE(r.step_model.has_value());
+  CHECK(r.step_model->terms[kLayerS] == 4e-5);
+  // The step model's per-layer cost is device time at every step.
+  CHECK(make_executor(s, r).coefficients().device_overhead_s == Approx(4e-5 * 32));
+}
