@@ -130,10 +130,12 @@ StepModel parse_step_model(const std::string& text, const std::string& file) {
     fail("schema", std::string("must be \"") + kStepModelSchema + "\"");
   if (!j.contains("terms") || !j["terms"].is_object()) fail("terms", "missing or not an object");
   StepModel m;
-  for (const auto& [key, v] : j["terms"].items())
+  for (auto it = j["terms"].begin(); it != j["terms"].end(); ++it) {
+    const std::string key = it.key();
     if (std::find_if(std::begin(kTermNames), std::end(kTermNames), [&](const char* n) { return key == n; }) ==
         std::end(kTermNames))
       fail("terms." + key, "unknown term");
+  }
   for (int k = 0; k < kNumStepTerms; ++k) {
     const std::string name = kTermNames[k];
     if (!j["terms"].contains(name)) fail("terms." + name, "missing");
