@@ -11,6 +11,7 @@
 //  - a constant stage of rate r for d seconds sends r x d requests evenly
 //    spaced 1/r apart, stages back to back;
 //  - with ignore_eos every request generates exactly output_len tokens.
+// A workload is held in memory: at most 10^6 requests and 10^8 prompt tokens.
 // Token ids are random draws (seeded): only which prompts share which tokens
 // matters to the prefix cache.
 #pragma once

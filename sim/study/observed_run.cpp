@@ -60,11 +60,12 @@ class Doc {
   }
   int64_t integer(const std::string& path, int64_t lo, int64_t hi) const {
     const json& v = need(path);
-    if (!v.is_number_integer() && !(v.is_number() && v.get<double>() == std::floor(v.get<double>())))
-      fail(path, "must be an integer");
-    const auto x = static_cast<int64_t>(v.get<double>());
-    if (x < lo || x > hi) fail(path, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return x;
+    if (!v.is_number() || v.get<double>() != std::floor(v.get<double>())) fail(path, "must be an integer");
+    // Range first, on the double: casting one out of int64's range is undefined.
+    const double d = v.get<double>();
+    if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)))
+      fail(path, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(d);
   }
   std::string str(const std::string& path) const {
     const json& v = need(path);
@@ -167,8 +168,8 @@ ObservedRun read_blis(const Doc& d, const std::string& path) {
   }
   if (!d.find(sp)) d.fail("workload", "no inference-perf shared_prefix data (blis_workload_spec or profile)");
   SharedPrefixSpec spec;
-  spec.system_prompt_len = d.integer(sp + ".system_prompt_len", 0, 1 << 24);
-  spec.question_len = d.integer(sp + ".question_len", 0, 1 << 24);
+  spec.system_prompt_len = d.integer(sp + ".system_prompt_len", 0, 1 << 20);
+  spec.question_len = d.integer(sp + ".question_len", 0, 1 << 20);
   spec.output_len = d.integer(sp + ".output_len", 1, 1 << 24);
   spec.vocab = static_cast<int32_t>(std::min<int64_t>(find_model(s.model).vocab, 1 << 30));
   spec.seed = d.find("workload.blis_workload_spec.seed")
@@ -184,7 +185,7 @@ ObservedRun read_blis(const Doc& d, const std::string& path) {
   // The prompts as measured, when recorded (tokenizing random text yields a
   // few percent more tokens than asked for).
   if (d.find("measured.prompt_len.mean")) {
-    const double mean = d.num("measured.prompt_len.mean", 1, 1e8);
+    const double mean = d.num("measured.prompt_len.mean", 1, 1 << 20);
     spec.question_len = std::max<int64_t>(0, std::llround(mean) - spec.system_prompt_len);
     run.notes.push_back("question length from the measured mean prompt length");
   }
@@ -235,11 +236,19 @@ std::vector<json> json_lines(const std::string& path) {
   return out;
 }
 
-double line_num(const json& j, const char* key, const std::string& path, size_t line) {
+// A number of a JSON line within [lo, hi] (so that casting it is defined).
+double line_num(const json& j, const char* key, const std::string& path, size_t line, double lo = -1e18,
+                double hi = 1e18) {
   if (!j.contains(key) || !j[key].is_number())
     throw InputError(path + ":" + std::to_string(line) + ": field '" + key + "': missing or not a number");
-  return j[key].get<double>();
+  const double x = j[key].get<double>();
+  if (!(x >= lo && x <= hi))
+    throw InputError(path + ":" + std::to_string(line) + ": field '" + key + "': out of range");
+  return x;
 }
+
+// Prompt and output lengths a replay can hold (2^24 tokens each).
+constexpr double kMaxTokens = 1 << 24;
 
 ObservedRun read_llmservingsim(const fs::path& dir) {
   const std::string meta_path = (dir / "meta.json").string();
@@ -291,8 +300,8 @@ ObservedRun read_llmservingsim(const fs::path& dir) {
     const json& j = sent[i];
     Request r;
     r.id = "r" + std::to_string(i);
-    r.arrival = static_cast<TimeNs>(line_num(j, "arrival_time_ns", wl, i + 1));
-    r.output_len = static_cast<int64_t>(line_num(j, "output_toks", wl, i + 1));
+    r.arrival = static_cast<TimeNs>(line_num(j, "arrival_time_ns", wl, i + 1, 0, 9e18));
+    r.output_len = static_cast<int64_t>(line_num(j, "output_toks", wl, i + 1, 1, kMaxTokens));
     if (!j.contains("input_tok_ids") || !j["input_tok_ids"].is_array())
       throw InputError(wl + ":" + std::to_string(i + 1) + ": field 'input_tok_ids': missing (needed for the prefix cache)");
     for (const json& t : j["input_tok_ids"]) {
@@ -314,7 +323,7 @@ ObservedRun read_llmservingsim(const fs::path& dir) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const json& j = rows[i];
     const double queued = line_num(j, "queued_ts", rq, i + 1), first = line_num(j, "first_token_ts", rq, i + 1),
-                 last = line_num(j, "last_token_ts", rq, i + 1), out = line_num(j, "output_toks", rq, i + 1);
+                 last = line_num(j, "last_token_ts", rq, i + 1), out = line_num(j, "output_toks", rq, i + 1, 0, kMaxTokens);
     if (!(first >= queued && last >= first))
       throw InputError(rq + ":" + std::to_string(i + 1) + ": timestamps out of order (queued, first, last token)");
     ttft.push_back((first - queued) * 1e3);
@@ -334,9 +343,11 @@ ObservedRun read_llmservingsim(const fs::path& dir) {
 
 // ---- vLLM's benchmark: `vllm bench serve --save-result --save-detailed` --
 
-double list_num(const Doc& d, const json& list, size_t i, const std::string& field) {
+double list_num(const Doc& d, const json& list, size_t i, const std::string& field, double lo, double hi) {
   if (!list[i].is_number()) d.fail(field + "." + std::to_string(i), "must be a number");
-  return list[i].get<double>();
+  const double x = list[i].get<double>();
+  if (!(x >= lo && x <= hi)) d.fail(field + "." + std::to_string(i), "out of range");
+  return x;
 }
 
 // The requests vllm bench sent (its prompt and output lengths; fresh random
@@ -371,11 +382,12 @@ void read_vllm_bench(const Doc& b, ObservedRun& run, uint64_t seed) {
     }
     Request r;
     r.id = "r" + std::to_string(i);
-    r.prompt_len = static_cast<int64_t>(list_num(b, in, i, "input_lens"));
-    r.output_len = static_cast<int64_t>(list_num(b, out, i, "output_lens"));
+    r.prompt_len = static_cast<int64_t>(list_num(b, in, i, "input_lens", 0, kMaxTokens));
+    r.output_len = static_cast<int64_t>(list_num(b, out, i, "output_lens", 0, kMaxTokens));
     if (r.prompt_len < 1 || r.output_len < 1) b.fail("input_lens." + std::to_string(i), "a request needs tokens in and out");
     for (int64_t k = 0; k < r.prompt_len; ++k) r.tokens.push_back(static_cast<int32_t>(rng.below(32000)));
     if (std::isfinite(rate)) {
+      if (!(t < 9e9)) b.fail("request_rate", "arrivals past the nanosecond clock's range (292 years)");
       r.arrival = static_cast<TimeNs>(std::llround(t * 1e9));
       t += rng.gamma(burst, 1.0 / (rate * burst));
     }
@@ -385,11 +397,12 @@ void read_vllm_bench(const Doc& b, ObservedRun& run, uint64_t seed) {
       r.wait_for = {before.id};
       run.requests[run.requests.size() - static_cast<size_t>(slots)].awaitable = true;
     }
-    const double first = list_num(b, ttfts, i, "ttfts");
+    const double first = list_num(b, ttfts, i, "ttfts", 0, 1e7);
     double rest = 0;
     if (!itls[i].is_array()) b.fail("itls." + std::to_string(i), "must be a list");
     for (const json& g : itls[i]) {
-      if (!g.is_number()) b.fail("itls." + std::to_string(i), "must be a list of numbers");
+      if (!g.is_number() || !(g.get<double>() >= 0 && g.get<double>() < 1e7))
+        b.fail("itls." + std::to_string(i), "must be a list of seconds >= 0");
       rest += g.get<double>();
     }
     ttft.push_back(first * 1e3);
@@ -524,7 +537,11 @@ ObservedRun read_observed_run(const std::string& path) {
   }
   if (p.filename() == "meta.json" && fs::exists(p.parent_path() / "requests.jsonl"))
     return read_llmservingsim(p.parent_path());
-  const Doc d(path, read_whole_file(path, "observed run"));
+  return parse_observed_run(read_whole_file(path, "observed run"), path);
+}
+
+ObservedRun parse_observed_run(const std::string& text, const std::string& path) {
+  const Doc d(path, text);
   if (d.root().contains("schema")) {
     if (d.root()["schema"] != "prefixsim.observed/1") d.fail("schema", "must be \"prefixsim.observed/1\"");
     return read_native(d, path);

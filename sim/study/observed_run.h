@@ -74,6 +74,10 @@ struct ObservedRun {
 };
 
 ObservedRun read_observed_run(const std::string& path);
+// The JSON forms (a BLIS record, prefixsim.observed/1) from their text;
+// `file` names them in errors, and a trace or vllm_bench path in them is
+// taken relative to it.
+ObservedRun parse_observed_run(const std::string& text, const std::string& file);
 
 // The catalog model a run's Hugging Face id names: the entry whose `source`
 // starts with that repo id, else the one whose name equals the id's last part

@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-ALL_TARGETS="native_trace mooncake_trace bailian_trace agentic_mooncake_trace kvcache_trace ops_script sched_script scenario_yaml workload_yaml profile_json calibration_samples steps_file"
+ALL_TARGETS="native_trace mooncake_trace bailian_trace agentic_mooncake_trace kvcache_trace ops_script sched_script scenario_yaml workload_yaml profile_json calibration_samples steps_file observed_run step_model"
 TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 TOTAL=${FUZZ_SECONDS:-60}
