@@ -6,9 +6,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace prefixsim;
   const std::string path = fuzz::write_temp(data, size, ".yaml");
   return fuzz::guarded([&] {
-    cli::Scenario s;
-    cli::load_scenario_yaml(path, s);
-    cli::validate(s);
-    (void)cli::to_json(s).dump();
+    Scenario s;
+    load_scenario_yaml(path, s);
+    validate(s);
+    (void)to_json(s).dump();
   });
 }
