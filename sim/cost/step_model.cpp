@@ -107,13 +107,22 @@ StepFeatures step_features(const StepTerms& t, const StepBasis& b, const BatchSu
   return f;
 }
 
-nlohmann::json to_json(const StepModel& m) {
-  nlohmann::ordered_json terms;
-  for (int k = 0; k < kNumStepTerms; ++k) terms[std::string(kTermNames[k])] = m.terms[static_cast<size_t>(k)];
-  nlohmann::ordered_json j = {{"schema", kStepModelSchema}, {"terms", terms}, {"provenance", m.provenance}};
-  if (!m.known_error.is_null()) j["known_error"] = m.known_error;
-  return nlohmann::json::parse(j.dump());
+nlohmann::ordered_json step_terms_json(const StepTerms& t) {
+  nlohmann::ordered_json j;
+  for (int k = 0; k < kNumStepTerms; ++k) j[std::string(kTermNames[k])] = t[static_cast<size_t>(k)];
+  return j;
 }
+
+namespace {
+// The file's fields in the file's order.
+nlohmann::ordered_json ordered_model(const StepModel& m) {
+  nlohmann::ordered_json j = {{"schema", kStepModelSchema}, {"terms", step_terms_json(m.terms)}, {"provenance", m.provenance}};
+  if (!m.known_error.is_null()) j["known_error"] = nlohmann::ordered_json::parse(m.known_error.dump());
+  return j;
+}
+}  // namespace
+
+nlohmann::json to_json(const StepModel& m) { return nlohmann::json::parse(ordered_model(m).dump()); }
 
 bool is_step_model_text(const std::string& text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -159,11 +168,7 @@ StepModel read_step_model(const std::string& path) {
 }
 
 std::string step_model_text(const StepModel& m) {
-  nlohmann::ordered_json terms;
-  for (int k = 0; k < kNumStepTerms; ++k) terms[std::string(kTermNames[k])] = m.terms[static_cast<size_t>(k)];
-  nlohmann::ordered_json j = {{"schema", kStepModelSchema}, {"terms", terms}, {"provenance", m.provenance}};
-  if (!m.known_error.is_null()) j["known_error"] = nlohmann::ordered_json::parse(m.known_error.dump());
-  return j.dump(2) + "\n";
+  return ordered_model(m).dump(2) + "\n";
 }
 
 void write_step_model(const std::string& path, const StepModel& m) {

@@ -116,6 +116,8 @@ StepFeatures step_features(const StepTerms& terms, const StepBasis& b, const Bat
 // `prefixsim calibrate` on ../shared/validation), parsed once.
 const StepModel& default_step_model();
 
+// The terms by name, in StepTerm order.
+nlohmann::ordered_json step_terms_json(const StepTerms& t);
 nlohmann::json to_json(const StepModel& m);
 // InputError "FILE: field 'terms.x' ..." for a missing or out-of-range term.
 StepModel parse_step_model(const std::string& text, const std::string& file);

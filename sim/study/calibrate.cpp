@@ -130,12 +130,6 @@ std::vector<Row> reweighted(std::vector<Row> rows, const StepTerms& t) {
   return rows;
 }
 
-ordered_json terms_json(const StepTerms& t) {
-  ordered_json j;
-  for (int k = 0; k < kNumStepTerms; ++k) j[std::string(step_term_name(k))] = t[static_cast<size_t>(k)];
-  return j;
-}
-
 // The rows of every run replayed under `t`.
 std::vector<Row> rows_at(const std::vector<ObservedRun>& runs, const StepTerms& t, int threads) {
   StepModel m;
@@ -182,7 +176,7 @@ StepTerms fit_terms(const std::vector<ObservedRun>& runs, const StepTerms& from,
                       {"accepted_step", accepted ? step * 2 : 0.0},
                       {"objective", j},
                       {"mean_abs_error", mean_abs_error(rows, t)},
-                      {"terms", terms_json(t)}});
+                      {"terms", step_terms_json(t)}});
     if (!accepted || moved < o.tolerance) break;
   }
   return t;
@@ -232,10 +226,8 @@ CalibrateResult calibrate_runs(const std::vector<ObservedRun>& runs, const StepM
   ke["runs"] = basis_summary["completed_runs"];
   ke["metrics"] = basis_summary["metrics"];
   res.model.known_error = nlohmann::json::parse(ke.dump());
-  std::vector<std::string> ids;
-  for (const ObservedRun& r : completed) ids.push_back(r.id);
   std::string list;
-  for (const std::string& id : ids) list += (list.empty() ? "" : ", ") + id;
+  for (const ObservedRun& r : completed) list += (list.empty() ? "" : ", ") + r.id;
   res.model.provenance = "prefixsim calibrate --observed over " + std::to_string(completed.size()) +
                          " completed runs (" + list + "), starting from " +
                          (start.provenance.empty() ? std::string("the roofline's terms") : start.provenance);
