@@ -42,10 +42,10 @@ class BailianSource final : public JsonlSource {
  protected:
   const char* time_key() const override { return "timestamp"; }
 
-  bool parse_fast(std::string_view text, const JsonFields&, long, Request& out) override {
+  bool parse_fast(std::string_view text, const JsonFields& f, long, Request& out) override {
     BailianRow row;
     if (!scan_bailian_line(text, out, row)) return false;  // it also declines what parse() rejects
-    finish(row.chat, row.parent, out);
+    finish(f, row.chat, row.parent, out);
     return true;
   }
 
@@ -95,12 +95,14 @@ class BailianSource final : public JsonlSource {
       if (!seen[bit]) f.fail(std::string("missing field \"") + key + "\"");
     if (out.hash_ids.empty()) f.fail("field \"hash_ids\" is empty");
     if (parent == chat) f.fail("field \"parent_chat_id\": a chat cannot be its own parent");
-    finish(chat, parent, out);
+    finish(f, chat, parent, out);
   }
 
  private:
-  // What both paths add to a row: block size, id, and the session.
-  void finish(int64_t chat, int64_t parent, Request& out) {
+  // What both paths add to a row: block size, id, and the session. A chat
+  // id names one request: a repeat would make two requests one id and
+  // re-root its children, so it is refused (as agentic request ids are).
+  void finish(const JsonFields& f, int64_t chat, int64_t parent, Request& out) {
     out.trace_block_size = block_size_;
     assign_decimal(out.id, chat);
     // The conversation: the root of the parent chain, as far as it was seen.
@@ -109,7 +111,8 @@ class BailianSource final : public JsonlSource {
       const auto it = root_of_.find(parent);
       root = it == root_of_.end() ? parent : it->second;
     }
-    root_of_[chat] = root;
+    if (!root_of_.emplace(chat, root).second)
+      f.fail("field \"chat_id\": " + std::to_string(chat) + " appears on an earlier line too");
     assign_decimal(out.session, root);
     // Request::validate (called by the line loop) checks
     // len(hash_ids) == ceil(input_length / trace_block_size).

@@ -128,7 +128,7 @@ int calibrate_command(const Args& args) {
       ("tp", po::value<int>(), "--from-vidur: only this TP degree")
       ("out-dir", po::value<std::string>(), "--from-vidur: write the profiles here")
       ("source", po::value<std::string>(), "--from-vidur: the profiles' provenance (repository, commit)")
-      ("date", po::value<std::string>(), "--from-vidur: the profiles' date (ISO 8601; default now)");
+      ("date", po::value<std::string>(), "--from-vidur: the profiles' date (ISO 8601), the data's own; required with --out-dir");
   po::positional_options_description pos;
   po::variables_map vm;
   if (!parse_args(args, opts, pos, vm, kCalibrateUsage, kCalibrateHelp)) return 0;

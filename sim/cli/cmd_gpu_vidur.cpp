@@ -3,7 +3,6 @@
 // the held-out error per operator, model and TP degree.
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -58,15 +57,6 @@ std::string model_dir_of(const fs::path& file) {
   return dir.parent_path().filename().string() + "/" + dir.filename().string();
 }
 
-std::string utc_date() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 int calibrate_from_vidur(const VidurCalibrateArgs& a) {
@@ -75,8 +65,14 @@ int calibrate_from_vidur(const VidurCalibrateArgs& a) {
   if (!a.model.empty() && files.size() > 1)
     throw InputError("--model: names the model of one mlp.csv, but " + a.dir + " holds " +
                      std::to_string(files.size()));
-  const std::string date = a.date.empty() ? utc_date() : a.date;
-  if (!looks_like_iso_date(date)) throw InputError("--date: must be an ISO 8601 date, not '" + date + "'");
+  // The profiles' date is the data's (e.g. the Vidur commit's), stated by
+  // the user: today's date would make every rerun's files differ.
+  if (!a.out_dir.empty() && a.date.empty())
+    throw InputError("--date: required with --out-dir (the date of the data the profiles are fitted on, ISO 8601, "
+                     "e.g. the Vidur commit's)");
+  const std::string& date = a.date;
+  if (!date.empty() && !looks_like_iso_date(date))
+    throw InputError("--date: must be an ISO 8601 date, not '" + date + "'");
   int written = 0;
   for (const fs::path& file : files) {
     const VidurMlpTable t = read_vidur_mlp(file.string());

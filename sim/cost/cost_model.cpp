@@ -15,8 +15,31 @@ BatchSummary summarize(const Batch& batch) {
 }
 
 double weight_floor_seconds(const CostCoefficients& c, double tokens) {
-  if (c.expert_read_s <= 0 || tokens <= 1) return c.weight_floor_s;
-  return c.weight_floor_s + c.expert_read_s * (c.expert_miss - std::pow(c.expert_miss, tokens));
+  const double routed = tokens * c.expert_token_scale;
+  if (c.expert_read_s <= 0 || routed <= 1) return c.weight_floor_s;
+  return c.weight_floor_s + c.expert_read_s * (c.expert_miss - std::pow(c.expert_miss, routed));
+}
+
+ExpertShard expert_shard(const ModelSpec& m, int tp, int expert_dp) {
+  if (expert_dp < 1) throw InputError("expert parallelism: the data-parallel size must be >= 1");
+  ExpertShard e;
+  const double shards = tp;
+  e.weight_bytes = static_cast<double>(m.weight_bytes_read_per_step()) / shards;
+  if (!m.has_routing()) return e;
+  e.expert_miss = 1.0 - static_cast<double>(m.experts_per_token) / m.experts;
+  const double routed = m.routed_expert_bytes(), ranks = shards * expert_dp;
+  e.expert_bytes = routed / ranks;
+  if (expert_dp == 1) return e;
+  // One token's k experts, counted in weight_bytes_read_per_step at TP,
+  // now live on their own ranks: a rank's share is k/E of its experts, and
+  // weight_floor_seconds adds the rest as the group's tokens spread.
+  const double one_token = routed * (1.0 - e.expert_miss);
+  e.weight_bytes += one_token / ranks - one_token / shards;
+  e.token_scale = expert_dp;
+  const double peers = expert_dp - 1;
+  e.dispatch_bytes_per_token = 2.0 * m.layers * peers * m.hidden * m.dtype_bytes / shards;
+  e.dispatch_messages = 2.0 * m.layers * peers;
+  return e;
 }
 
 double step_seconds(const CostCoefficients& c, const BatchSummary& b) {
@@ -56,14 +79,14 @@ CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int
   // Linear layers: 2 FLOPs per parameter per token, split over the shards.
   c.linear_s_per_token = 2.0 * static_cast<double>(m.per_token_matmul_params()) / shards / flops;
   // ...but never faster than streaming this shard's weights from HBM once.
-  c.weight_floor_s = static_cast<double>(m.weight_bytes_read_per_step()) / shards / bw;
   // A MoE batch reads more experts than one token does: the union of the
-  // tokens' picks (ModelSpec::extra_expert_bytes_read). Experts split over
-  // the shards like every other weight (TP or expert parallelism alike).
-  if (m.has_routing()) {
-    c.expert_read_s = m.routed_expert_bytes() / shards / bw;
-    c.expert_miss = 1.0 - static_cast<double>(m.experts_per_token) / m.experts;
-  }
+  // tokens' picks (ModelSpec::extra_expert_bytes_read), over this rank's
+  // experts (ExpertShard: TP shards, or whole experts under expert parallelism).
+  const ExpertShard ep = expert_shard(m, tp, o.expert_dp);
+  c.weight_floor_s = ep.weight_bytes / bw;
+  c.expert_read_s = ep.expert_bytes / bw;
+  c.expert_miss = ep.expert_miss;
+  c.expert_token_scale = ep.token_scale;
   // Logits: the lm_head (vocab-parallel under TP) runs for one token per sequence.
   c.per_seq_s = 2.0 * m.vocab * static_cast<double>(m.hidden) / shards / flops;
   // Attention: QK^T and PV are 2*head_dim FLOPs each per query-key pair, per
@@ -74,6 +97,8 @@ CostCoefficients roofline_coefficients(const ModelSpec& m, const GpuSpec& g, int
   c.kv_read_s_per_token = static_cast<double>(kv_bytes_per_token(m, tp, kv_dtype)) / bw;
   c.overhead_s = o.overhead_s;
   add_tensor_parallel_comm(c, m, g, tp, o);
+  c.allreduce_s_per_token += ep.dispatch_bytes_per_token / (g.interconnect_bandwidth * o.link_efficiency);
+  c.overhead_s += ep.dispatch_messages * g.allreduce_latency_s;
   return c;
 }
 

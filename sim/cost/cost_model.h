@@ -78,7 +78,36 @@ struct CostModelOptions {
   double overhead_s = 1e-3;
   // KV cache element bytes (--kv-cache-dtype fp8: 1); 0: the model's dtype.
   int kv_dtype_bytes = 0;
+  // Expert parallelism over this many data-parallel engines (ExpertShard); 1: none.
+  int expert_dp = 1;
 };
+
+// What one rank reads and moves for a model's weights, per step, at TP `tp`
+// and with the routed experts split over `expert_dp` data-parallel engines
+// (vLLM's --enable-expert-parallel with --data-parallel-size D: the experts
+// of every MoE layer are split whole over the D x TP ranks, attention and
+// the dense weights stay replicated per engine, and each MoE layer gathers
+// the group's tokens to the ranks holding their experts and scatters the
+// results back: the all-gather / reduce-scatter of vLLM's default
+// all2all_backend, "allgather_reducescatter", vllm/distributed/
+// device_communicators/all2all.py). A rank's experts then see the whole
+// group's tokens, D per token of its own batch when the engines carry
+// equal loads (the step is priced per engine; vLLM steps the engines in
+// lockstep, padding an idle one with a dummy batch, which is not modelled).
+// At D = 1 the experts are split over the TP shards like every other weight.
+struct ExpertShard {
+  double weight_bytes = 0;   // a step of one token: dense weights / TP and one token's experts on this rank
+  double expert_bytes = 0;   // all routed experts this rank holds (0: a dense model)
+  double expert_miss = 0;    // 1 - k/E: the chance a token skips a given expert
+  double token_scale = 1;    // tokens this rank's experts serve per token of its engine's batch (D)
+  // Per token of the engine's batch: the all-gather and reduce-scatter bytes
+  // each rank moves over its link, 2 x layers x (D - 1) x hidden activations
+  // (a 1/TP slice of them at TP > 1); and per step the collectives' ring
+  // steps, 2 x layers x (D - 1), each paying the link's latency.
+  double dispatch_bytes_per_token = 0;
+  double dispatch_messages = 0;
+};
+ExpertShard expert_shard(const ModelSpec& m, int tp, int expert_dp);
 
 // The roofline coefficients for one tensor-parallel shard (InputError
 // naming --tp when TP does not fit the model).

@@ -126,6 +126,11 @@ KvSizing size_kv_pool(const KvSizingInput& in) {
     k.gpu_memory_bytes = in.gpu->memory_bytes;
     k.usable_bytes = static_cast<int64_t>(std::floor(static_cast<double>(in.gpu->memory_bytes) * in.gpu_mem_util));
     k.weight_bytes = ceil_div(m.total_weight_bytes(), in.tp);
+    if (in.expert_dp > 1 && m.has_routing()) {
+      // Expert parallelism: this rank holds 1 / (TP x D) of the routed experts, not 1 / TP.
+      const double routed = m.routed_expert_bytes();
+      k.weight_bytes -= static_cast<int64_t>(std::floor(routed / in.tp - routed / (in.tp * in.expert_dp)));
+    }
     k.activation_bytes = in.activation_reserve_bytes
                              ? *in.activation_reserve_bytes
                              : activation_reserve_bytes(m, in.tp, in.max_num_batched_tokens, in.max_num_seqs);

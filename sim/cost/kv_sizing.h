@@ -17,6 +17,7 @@ struct KvSizingInput {
   const ModelSpec* model = nullptr;  // required unless an explicit size is given with bytes unknown
   const GpuSpec* gpu = nullptr;      // required for the derived size
   int tp = 1;                        // --tp
+  int expert_dp = 1;                 // routed experts split over this many engines (ExpertShard); 1: none
   int block_size = 16;               // --block-size (tokens per block)
   double gpu_mem_util = 0.9;         // --gpu-mem-util (vLLM's gpu_memory_utilization)
   int kv_dtype_bytes = 0;            // 0: the model's dtype (fp8 KV cache: 1)

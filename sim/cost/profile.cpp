@@ -151,7 +151,7 @@ Profile parse_profile(const std::string& text, const std::string& file) {
 
   r.object("coefficients", {"overhead_s", "linear_s_per_token", "weight_floor_s", "attn_s_per_unit",
                             "kv_read_s_per_token", "per_seq_s", "allreduce_s_per_token", "expert_read_s",
-                            "expert_miss", "device_overhead_s"});
+                            "expert_miss", "device_overhead_s", "expert_token_scale"});
   CostCoefficients& c = p.coefficients;
   c.overhead_s = r.num("coefficients.overhead_s", 0, kMaxSeconds);
   c.linear_s_per_token = r.num("coefficients.linear_s_per_token", 0, kMaxSeconds);
@@ -166,6 +166,8 @@ Profile parse_profile(const std::string& text, const std::string& file) {
     c.expert_read_s = r.num("coefficients.expert_read_s", 0, kMaxSeconds);
     c.expert_miss = r.num("coefficients.expert_miss", 0, 1);
   }
+  if (r.has("coefficients.expert_token_scale"))
+    c.expert_token_scale = r.num("coefficients.expert_token_scale", 1, 1 << 20);
   if (r.has("coefficients.device_overhead_s"))
     c.device_overhead_s = r.num("coefficients.device_overhead_s", 0, kMaxSeconds);
   if (c.overhead_s + c.linear_s_per_token + c.weight_floor_s + c.per_seq_s <= 0)
@@ -200,6 +202,7 @@ json to_json(const CostCoefficients& c) {
     j["expert_miss"] = c.expert_miss;
   }
   if (c.device_overhead_s > 0) j["device_overhead_s"] = c.device_overhead_s;
+  if (c.expert_token_scale != 1) j["expert_token_scale"] = c.expert_token_scale;
   return j;
 }
 

@@ -47,6 +47,10 @@ struct CostCoefficients {
   // 1 - k/E (ModelSpec::extra_expert_bytes_read).
   double expert_read_s = 0;
   double expert_miss = 0;
+  // Expert parallelism over D data-parallel engines: a rank's experts see
+  // the whole group's tokens, D per token of its own batch (sim/cost/cost_model.h
+  // ExpertShard); 1 without it. Optional in a profile.
+  double expert_token_scale = 1;
   // Device time per step whatever the batch (kernels' fixed floors, TP
   // all-reduce latency): device time, unlike overhead_s, which is the
   // engine core's CPU time and overlaps the device under async scheduling.

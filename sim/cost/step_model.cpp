@@ -42,17 +42,17 @@ StepTerms roofline_terms() {
   return t;
 }
 
-StepBasis step_basis(const ModelSpec& m, const GpuSpec& g, int tp, int kv_dtype_bytes) {
+StepBasis step_basis(const ModelSpec& m, const GpuSpec& g, int tp, int kv_dtype_bytes, int expert_dp) {
   check_tensor_parallel(m, tp);
   const double shards = tp, peak = g.peak_bf16_flops, bw = g.hbm_bandwidth;
   StepBasis b;
   b.linear = 2.0 * static_cast<double>(m.per_token_matmul_params()) / shards / peak;
   b.lm_head = 2.0 * m.vocab * static_cast<double>(m.hidden) / shards / peak;
-  b.weights = static_cast<double>(m.weight_bytes_read_per_step()) / shards / bw;
-  if (m.has_routing()) {
-    b.experts = m.routed_expert_bytes() / shards / bw;
-    b.expert_miss = 1.0 - static_cast<double>(m.experts_per_token) / m.experts;
-  }
+  const ExpertShard ep = expert_shard(m, tp, expert_dp);
+  b.weights = ep.weight_bytes / bw;
+  b.experts = ep.expert_bytes / bw;
+  b.expert_miss = ep.expert_miss;
+  b.expert_token_scale = ep.token_scale;
   b.attn = 4.0 * m.head_dim * (m.heads / shards) * m.layers / peak;
   const int kv_dtype = kv_dtype_bytes > 0 ? kv_dtype_bytes : m.dtype_bytes;
   b.kv = static_cast<double>(kv_bytes_per_token(m, tp, kv_dtype)) / bw;
@@ -61,6 +61,8 @@ StepBasis step_basis(const ModelSpec& m, const GpuSpec& g, int tp, int kv_dtype_
     b.allreduce_bytes = 2.0 * m.layers * ring * m.hidden * m.dtype_bytes / g.interconnect_bandwidth;
     b.collectives = 2.0 * m.layers * (shards - 1) * g.allreduce_latency_s;
   }
+  b.allreduce_bytes += ep.dispatch_bytes_per_token / g.interconnect_bandwidth;
+  b.collectives += ep.dispatch_messages * g.allreduce_latency_s;
   b.layers = m.layers;
   return b;
 }
@@ -73,6 +75,7 @@ CostCoefficients step_model_coefficients(const StepTerms& t, const StepBasis& b)
   c.weight_floor_s = t[kBwInv] * b.weights;
   c.expert_read_s = t[kBwInv] * b.experts;
   c.expert_miss = b.expert_miss;
+  c.expert_token_scale = b.expert_token_scale;
   c.per_seq_s = t[kFlopsInv] * b.lm_head;
   c.attn_s_per_unit = t[kAttnInv] * b.attn;
   c.kv_read_s_per_token = t[kKvBwInv] * b.kv;
@@ -91,8 +94,10 @@ StepFeatures step_features(const StepTerms& t, const StepBasis& b, const BatchSu
   if (padded.seqs == 0) return f;
   const double n = static_cast<double>(padded.graph_tokens > 0 ? padded.graph_tokens : padded.new_tokens);
   const double seqs = static_cast<double>(padded.seqs);
-  const double weights =
-      b.experts > 0 && n > 1 ? b.weights + b.experts * (b.expert_miss - std::pow(b.expert_miss, n)) : b.weights;
+  const double routed = n * b.expert_token_scale;  // as weight_floor_seconds
+  const double weights = b.experts > 0 && routed > 1
+                             ? b.weights + b.experts * (b.expert_miss - std::pow(b.expert_miss, routed))
+                             : b.weights;
   // The branch step_seconds takes: max(linear * n, floor).
   if (t[kFlopsInv] * b.linear * n >= t[kBwInv] * weights) f.device[kFlopsInv] += b.linear * n;
   else f.device[kBwInv] += weights;

@@ -85,15 +85,18 @@ struct StepBasis {
   double linear = 0;           // per token: 2 x compute params / TP / peak
   double lm_head = 0;          // per sequence: 2 x vocab x hidden / TP / peak
   double weights = 0;          // per step: weight bytes read / TP / bandwidth
-  double experts = 0;          // MoE: all routed experts' bytes / TP / bandwidth ...
-  double expert_miss = 0;      // ... read as experts * (miss - miss^n) beyond one token's
+  double experts = 0;          // MoE: this rank's routed experts' bytes / bandwidth ...
+  double expert_miss = 0;      // ... read as experts * (miss - miss^(scale x n)) beyond one token's
+  double expert_token_scale = 1;  // the group's tokens per engine token under expert parallelism (ExpertShard)
   double attn = 0;             // per attention unit: 4 x head_dim x heads / TP x layers / peak
   double kv = 0;               // per context token: KV bytes / TP / bandwidth
-  double allreduce_bytes = 0;  // per token: TP all-reduce bytes over the link at its datasheet rate
+  double allreduce_bytes = 0;  // per token: TP all-reduce and expert dispatch bytes over the link at its datasheet rate
   double layers = 0;
-  double collectives = 0;      // per step at TP > 1: 2 x layers x (TP - 1) x the link's all-reduce latency
+  double collectives = 0;      // per step: 2 x layers x (TP - 1 + D - 1) x the link's all-reduce latency
 };
-StepBasis step_basis(const ModelSpec& m, const GpuSpec& g, int tp, int kv_dtype_bytes = 0);
+// expert_dp: the data-parallel engines the routed experts are split over
+// (expert parallelism, sim/cost/cost_model.h ExpertShard); 1: none.
+StepBasis step_basis(const ModelSpec& m, const GpuSpec& g, int tp, int kv_dtype_bytes = 0, int expert_dp = 1);
 
 // The cost-model coefficients of `terms` for this basis (host_step_s as
 // overhead_s, the fixed device costs as device_overhead_s); host_seq_s,

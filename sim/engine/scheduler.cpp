@@ -238,7 +238,7 @@ bool Scheduler::admit_waiting(SlotId s, int64_t& budget) {
     kv_.pool().policy().on_request(lookup_counter_++);
     prepare_for_lookup(q);
     // The lookup's stats are recorded now, whether or not it is admitted (§8).
-    hit = kv_.lookup(q.chain, q.num_tokens, q.num_preemptions > 0);
+    hit = kv_.lookup(q.chain, q.num_tokens, q.num_preemptions > 0, !q.req.warmup);
     if (tiers_) {
       const LoadOutcome lo = start_load(s, hit);
       if (lo == LoadOutcome::kStarted) return true;
@@ -275,7 +275,8 @@ Scheduler::LoadOutcome Scheduler::start_load(SlotId s, const LookupResult& hit) 
   const size_t gpu_blocks = hit.blocks.size();
   const size_t most = std::min(q.chain.hashes().size(), static_cast<size_t>((q.num_tokens - 1) / B));
   const size_t found = tiers_->lookup(q.chain.hashes(), {}, gpu_blocks, most, now_);
-  PrefixCacheStats& ts = plan_.tier_stats;
+  PrefixCacheStats unused;  // a warm-up request's lookup is not counted
+  PrefixCacheStats& ts = q.req.warmup ? unused : plan_.tier_stats;
   (q.num_preemptions > 0 ? ts.preempted_requests : ts.requests) += 1;
   (q.num_preemptions > 0 ? ts.preempted_queries : ts.queries) += static_cast<uint64_t>(q.num_tokens);
   if (found == 0) return LoadOutcome::kNone;

@@ -13,7 +13,7 @@ KvCacheManager::KvCacheManager(int32_t block_size, BlockPool& pool) : block_size
     shift_ = std::countr_zero(static_cast<uint32_t>(block_size_));
 }
 
-LookupResult KvCacheManager::lookup(const BlockHashChain& chain, int64_t num_tokens, bool preempted) {
+LookupResult KvCacheManager::lookup(const BlockHashChain& chain, int64_t num_tokens, bool preempted, bool counted) {
   hit_scratch_.clear();
   if (!pool_.caching_enabled()) return {};
   const auto& hashes = chain.hashes();
@@ -31,6 +31,7 @@ LookupResult KvCacheManager::lookup(const BlockHashChain& chain, int64_t num_tok
   block_op_counts().looked_up += std::min(hit_scratch_.size() + 1, max_blocks);
   const int64_t hit_tokens = static_cast<int64_t>(hit_scratch_.size()) * block_size_;
   for (PrefixCacheStats* s : {&stats_, &since_take_}) {
+    if (!counted) break;
     if (preempted) {
       ++s->preempted_requests;
       s->preempted_queries += static_cast<uint64_t>(num_tokens);

@@ -57,8 +57,10 @@ class KvCacheManager {
   const BlockPool& pool() const { return pool_; }
 
   // Prefix lookup of a waiting request whose sequence (prompt, plus outputs
-  // if it was preempted) is `num_tokens` long with hashes `chain`.
-  LookupResult lookup(const BlockHashChain& chain, int64_t num_tokens, bool preempted);
+  // if it was preempted) is `num_tokens` long with hashes `chain`. A lookup
+  // that is not `counted` (a warm-up request's, Request::warmup) enters no
+  // PrefixCacheStats: warm-up requests are left out of every figure.
+  LookupResult lookup(const BlockHashChain& chain, int64_t num_tokens, bool preempted, bool counted = true);
 
   // Make room for `num_new` tokens after `computed` already computed tokens
   // and the `hit` blocks (hit_tokens long) found by lookup(). With

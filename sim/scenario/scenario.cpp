@@ -121,6 +121,10 @@ const std::vector<ScenarioOption>& scenario_options() {
       {"gpu-mem-util", "gpu_mem_util", &Scenario::gpu_mem_util, Echo::value, kAll,
        "fraction of GPU memory vLLM may use (default 0.9)"},
       {"tp", "tp", &Scenario::tp, Echo::value, kBoth, "tensor-parallel size (default 1)"},
+      {"enable-expert-parallel", "enable_expert_parallel", &Scenario::enable_expert_parallel, Echo::if_changed,
+       kBoth,
+       "MoE: split the routed experts over the replicas x TP ranks, the replicas being one data-parallel group "
+       "(vLLM's --enable-expert-parallel with --data-parallel-size = --replicas)"},
       {"kv-blocks", "kv_blocks", &Scenario::kv_blocks, Echo::value, kForReplay,
        "KV pool size in blocks, null block included"},
       {"kv-tokens", "kv_tokens", &Scenario::kv_tokens, Echo::value, kForReplay, "KV pool capacity in tokens"},
@@ -383,5 +387,7 @@ nlohmann::json to_json(const Scenario& s) {
 }
 
 int kv_dtype_bytes(const Scenario& s) { return s.kv_cache_dtype == "fp8" ? 1 : 0; }
+
+int expert_dp(const Scenario& s) { return s.enable_expert_parallel ? s.replicas : 1; }
 
 }  // namespace prefixsim

@@ -49,6 +49,10 @@ struct Scenario {
   std::string gpu = "h100-sxm-80gb";
   double gpu_mem_util = 0.9;
   int tp = 1;
+  // vLLM's --enable-expert-parallel with the replicas as its data-parallel
+  // engines: a MoE's routed experts split over replicas x TP ranks
+  // (sim/cost/cost_model.h ExpertShard).
+  bool enable_expert_parallel = false;
   std::optional<int64_t> kv_blocks;
   std::optional<int64_t> kv_tokens;
   std::optional<double> kv_gb;
@@ -114,5 +118,8 @@ void validate(const Scenario& s);
 nlohmann::json to_json(const Scenario& s);
 // Bytes per KV cache element for s.kv_cache_dtype: 0 (the model's dtype) for auto, 1 for fp8.
 int kv_dtype_bytes(const Scenario& s);
+// The engines a MoE's routed experts are split over: the replicas under
+// expert parallelism, else 1.
+int expert_dp(const Scenario& s);
 
 }  // namespace prefixsim

@@ -54,6 +54,22 @@ double measure_trace_rate(const Scenario& s) {
 
 }  // namespace
 
+namespace {
+// Expert parallelism needs a MoE with routing figures (experts, top-k) and a
+// cost model that knows the split: a per-GPU profile was timed on a shard
+// holding every expert.
+void check_expert_parallel(const Scenario& s, const ResolvedScenario& r) {
+  if (!s.enable_expert_parallel) return;
+  if (!r.model->has_routing())
+    throw InputError("--enable-expert-parallel: " + r.model->name +
+                     " has no routed experts (a MoE catalog entry with 'experts' and 'experts_per_token')");
+  if (r.profile)
+    throw InputError("--enable-expert-parallel: --profile " + s.profile +
+                     " was timed on one shard holding every expert; use the default cost model, a step model or "
+                     "--profile roofline");
+}
+}  // namespace
+
 ResolvedScenario resolve_scenario(const Scenario& s) {
   if (!s.model_file.empty()) add_user_models(s.model_file);
   if (!s.gpu_file.empty()) add_user_gpus(s.gpu_file);
@@ -67,6 +83,7 @@ ResolvedScenario resolve_scenario(const Scenario& s) {
   } else {
     r.profile = resolve_profile(s.profile, r.model->name, r.gpu->name, s.tp);
   }
+  check_expert_parallel(s, r);
   if (s.time_scale) r.time_scale = *s.time_scale;
   if (!s.trace.empty() && s.rate) {
     r.trace_rate = measure_trace_rate(s);
@@ -80,6 +97,7 @@ KvSizingInput kv_sizing_input(const Scenario& s, const ResolvedScenario& r) {
   kin.model = r.model;
   kin.gpu = r.gpu;
   kin.tp = s.tp;
+  kin.expert_dp = expert_dp(s);
   kin.block_size = s.block_size;
   kin.gpu_mem_util = s.gpu_mem_util;
   kin.max_num_batched_tokens = s.max_num_batched_tokens;
@@ -128,11 +146,12 @@ std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const Reso
 ModeledExecutor make_executor(const Scenario& s, const ResolvedScenario& r) {
   if (r.step_model) {
     const CostCoefficients c =
-        step_model_coefficients(r.step_model->terms, step_basis(*r.model, *r.gpu, s.tp, kv_dtype_bytes(s)));
+        step_model_coefficients(r.step_model->terms, step_basis(*r.model, *r.gpu, s.tp, kv_dtype_bytes(s), expert_dp(s)));
     return ModeledExecutor(*r.model, *r.gpu, s.tp, c, to_json(*r.step_model), vllm_timing(s, r));
   }
   CostModelOptions o;
   o.kv_dtype_bytes = kv_dtype_bytes(s);
+  o.expert_dp = expert_dp(s);
   return ModeledExecutor(*r.model, *r.gpu, s.tp, r.profile, o, vllm_timing(s, r));
 }
 

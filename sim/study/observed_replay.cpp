@@ -124,7 +124,7 @@ ReplayedRun replay_observed(const ObservedRun& run, const StepModel& model) {
   PolicyContext pctx;
   pctx.block_size = s.block_size;
   Fleet fleet(s, r, kv.num_blocks, s.policy, pctx);
-  const StepBasis basis = step_basis(*r.model, *r.gpu, s.tp, kv_dtype_bytes(s));
+  const StepBasis basis = step_basis(*r.model, *r.gpu, s.tp, kv_dtype_bytes(s), expert_dp(s));
   TimelineObserver obs(fleet, terms, basis, s.async_scheduling);
   fleet.set_observer(&obs);
   VectorSource src(std::span<const Request>(run.requests));

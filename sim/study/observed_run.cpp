@@ -277,8 +277,12 @@ ObservedRun read_llmservingsim(const fs::path& dir) {
     if (s.replicas > 1) s.router = "least-loaded";
   }
   const json* ep = meta.find("engine_kwargs.enable_expert_parallel");
-  if (ep && ep->is_boolean() && ep->get<bool>() && s.replicas > 1)
-    run.notes.push_back("expert parallelism across the DP engines is priced as each engine holding every expert");
+  if (ep && ep->is_boolean() && ep->get<bool>()) {
+    s.enable_expert_parallel = true;
+    if (s.replicas > 1)
+      run.notes.push_back("expert parallelism over the DP engines: each engine's step is priced alone at an equal "
+                          "share of the group's tokens (vLLM's lockstep steps and dummy batches are not modelled)");
+  }
   s.max_num_seqs = meta.find("engine_kwargs.max_num_seqs") ? meta.integer("engine_kwargs.max_num_seqs", 1, 1 << 20)
                                                             : 256;
   s.max_num_batched_tokens = meta.find("engine_kwargs.max_num_batched_tokens")

@@ -192,3 +192,28 @@ TEST_CASE("the example user catalog (examples/catalog) is valid and runs", "[cli
   CHECK(rep["scenario"]["model_spec"]["params"] == int64_t{30532122624});
   CHECK(rep["kv_cache"]["bytes_per_block"] == 2 * 4 * 128 * 2 * 48 * 16);
 }
+
+TEST_CASE("--enable-expert-parallel splits a MoE's experts over the replicas and is refused for a dense model",
+          "[cli][moe]") {
+  const std::string dir = temp_dir("expert-parallel");
+  const std::vector<std::string> moe = {"replay", "--requests", "50", "--model", "qwen3-30b-a3b", "--replicas", "2"};
+  auto alone = run_cli([&] { auto a = moe; a.insert(a.end(), {"--out", dir + "/alone"}); return a; }());
+  auto ep = run_cli([&] {
+    auto a = moe;
+    a.insert(a.end(), {"--enable-expert-parallel", "--out", dir + "/ep"});
+    return a;
+  }());
+  INFO(alone.err << ep.err);
+  REQUIRE(alone.rc == 0);
+  REQUIRE(ep.rc == 0);
+  const json ra = report_of(dir + "/alone"), re = report_of(dir + "/ep");
+  CHECK(re["scenario"]["enable_expert_parallel"] == true);
+  CHECK(!ra["scenario"].contains("enable_expert_parallel"));  // off: the report is as before
+  CHECK(re["kv_cache"]["num_blocks"].get<int64_t>() > ra["kv_cache"]["num_blocks"].get<int64_t>());
+
+  auto dense = run_cli({"replay", "--requests", "50", "--replicas", "2", "--enable-expert-parallel", "--out",
+                        dir + "/dense"});
+  CHECK(dense.rc == 2);
+  CHECK(dense.err.find("--enable-expert-parallel: llama-3.1-8b has no routed experts") != std::string::npos);
+  CHECK(!std::filesystem::exists(dir + "/dense/report.json"));
+}

@@ -219,7 +219,20 @@ TEST_CASE("--warmup replays the first requests to warm the cache and leaves them
       CHECK(rep["prefix_cache"]["queried_tokens"] == c.queried);
       CHECK(rep["trace"]["requests"] == c.counted_requests);
       CHECK(rep["run"]["warmup_requests"] == c.warm);
-      if (std::string(mode) == "engine") CHECK(rep["latency_ms"]["ttft"]["count"] == c.counted_requests);
+      if (std::string(mode) == "engine") {
+        CHECK(rep["latency_ms"]["ttft"]["count"] == c.counted_requests);
+        // vLLM's lookup counters leave the warm-up out too: no lookup is
+        // refused or repeated here, so they agree with hit_rate exactly.
+        const json& l = rep["prefix_cache"]["lookups"];
+        CHECK(l["requests"] == c.counted_requests);
+        CHECK(l["queries"] == c.queried);
+        CHECK(l["hit_rate"].get<double>() == Approx(c.hit_rate));
+        const std::string prom = read_file(dir + "/o/metrics.prom");
+        const size_t at = prom.find("\nvllm:prefix_cache_queries_total{");
+        REQUIRE(at != std::string::npos);
+        const size_t value = prom.find("} ", at) + 2;
+        CHECK(std::stod(prom.substr(value, prom.find('\n', value) - value)) == static_cast<double>(c.queried));
+      }
       if (!c.warm.is_null())
         CHECK(read_file(dir + "/o/summary.md").find("warmed the cache and are left out") != std::string::npos);
     }

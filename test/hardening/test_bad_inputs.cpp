@@ -243,6 +243,15 @@ std::vector<BadCase> bad_cases() {
        {{"mc.jsonl", R"({"timestamp":0,"input_length":100,"output_length":1,"hash_ids":[1,2,3,4,5,6]})"
                      "\n"}},
        {"replay", "@/mc.jsonl"}, "mc.jsonl:1: hash_ids"},
+      {"replay Bailian repeated chat_id",
+       {{"b.jsonl", std::string(R"({"chat_id":1,"parent_chat_id":-1,"timestamp":0,"input_length":16,)"
+                                R"("output_length":1,"type":"text","turn":1,"hash_ids":[1]})") +
+                        "\n" +
+                        R"({"chat_id":1,"parent_chat_id":-1,"timestamp":1,"input_length":16,)"
+                        R"("output_length":1,"type":"text","turn":1,"hash_ids":[2]})" + "\n"}},
+       {"replay", "@/b.jsonl"}, "b.jsonl:2: field \"chat_id\": 1 appears on an earlier line too"},
+      {"replay --enable-expert-parallel on a dense model", {},
+       {"replay", T, "--replicas", "2", "--enable-expert-parallel"}, "--enable-expert-parallel: llama-3.1-8b"},
       {"replay native trace forced as Mooncake", {}, {"replay", T, "--format", "mooncake"}, "native_small.jsonl:1"},
       {"replay truncated gzip trace", {{"t.jsonl.gz", ""}}, {"replay", "@/t.jsonl.gz"}, "t.jsonl.gz:1: truncated gzip"},
       {"replay truncated zstd trace", {{"t.jsonl.zst", ""}}, {"replay", "@/t.jsonl.zst"}, "t.jsonl.zst:1: truncated zstd"},

@@ -90,6 +90,50 @@ TEST_CASE("tensor parallelism divides the work and adds two ring all-reduces per
   CHECK_THROWS_WITH(roofline_coefficients(m, g, 3), Contains("--tp"));
 }
 
+TEST_CASE("expert parallelism over D engines splits the routed experts whole and gathers the group's tokens",
+          "[cost_model][moe]") {
+  const ModelSpec& m = find_model("qwen3-30b-a3b");  // 48 layers, hidden 2048, 128 experts, 8 per token
+  const GpuSpec& g = find_gpu("h100-sxm-80gb");
+  REQUIRE(m.has_routing());
+  const double routed = m.routed_expert_bytes(), miss = 1.0 - 8.0 / 128;
+  const double dense = static_cast<double>(m.weight_bytes_read_per_step()) - routed * 8 / 128;
+
+  // D = 1 is the TP split every weight gets.
+  const ExpertShard one = expert_shard(m, 1, 1);
+  CHECK(one.weight_bytes == static_cast<double>(m.weight_bytes_read_per_step()));
+  CHECK(one.expert_bytes == routed);
+  CHECK(one.token_scale == 1);
+  CHECK(one.dispatch_bytes_per_token == 0);
+
+  // D = 2: each rank holds half the experts, one token's share of them, and
+  // its experts serve both engines' tokens.
+  const ExpertShard two = expert_shard(m, 1, 2);
+  CHECK(two.expert_bytes == Approx(routed / 2));
+  CHECK(two.weight_bytes == Approx(dense + routed * 8 / 128 / 2));
+  CHECK(two.token_scale == 2);
+  // all-gather + reduce-scatter per layer: 2 x 48 x (2 - 1) x 2048 x 2 B per token
+  CHECK(two.dispatch_bytes_per_token == Approx(2.0 * 48 * 2048 * 2));
+  CHECK(two.dispatch_messages == 96);
+
+  CostModelOptions o;
+  o.expert_dp = 2;
+  const CostCoefficients c1 = roofline_coefficients(m, g, 1), c2 = roofline_coefficients(m, g, 1, o);
+  const double bw = g.hbm_bandwidth * CostModelOptions{}.bw_efficiency;
+  // A large batch touches every expert: the whole model at D = 1, the dense
+  // weights and half the experts at D = 2.
+  CHECK(weight_floor_seconds(c1, 4096) == Approx((dense + routed) / bw));
+  CHECK(weight_floor_seconds(c2, 4096) == Approx((dense + routed / 2) / bw));
+  // One token per engine: the rank's experts see two tokens, 1 - miss^2 of its experts.
+  CHECK(weight_floor_seconds(c2, 1) == Approx((dense + routed / 2 * (1 - miss * miss)) / bw));
+  CHECK(c2.allreduce_s_per_token == Approx(2.0 * 48 * 2048 * 2 / (g.interconnect_bandwidth * 0.75)));
+  CHECK(c2.overhead_s == Approx(c1.overhead_s + 96 * g.allreduce_latency_s));
+
+  // A dense model has no experts to split.
+  const ExpertShard dense_two = expert_shard(find_model("llama-3.1-8b"), 1, 2);
+  CHECK(dense_two.expert_bytes == 0);
+  CHECK(dense_two.token_scale == 1);
+}
+
 TEST_CASE("no split of a prefill into chunks or batch with others is faster than the prefill alone", "[cost_model]") {
   ModeledExecutor ex(find_model("qwen2.5-7b"), find_gpu("a100-80gb"), 1, std::nullopt);
   std::mt19937_64 rng(7);

@@ -110,6 +110,17 @@ TEST_CASE("gpu calibrate --from-vidur prints the held-out MAPE per operator and 
   CHECK(p.tp == 1);
   CHECK(p.fit.held_out_samples == 13);
   CHECK(read_profile(out + "/h100-sxm-80gb.llama-3.1-8b.tp2.json").tp == 2);
+  // A rerun writes the same bytes: the date is the data's, never today's.
+  const std::string again = test::temp_dir("vidur_cli_again");
+  REQUIRE(test::run_cli({"gpu", "calibrate", "--from-vidur", test::data_path("vidur"), "--out-dir", again, "--date",
+                         "2024-11-19T00:00:00Z", "--source", "fixture"})
+              .rc == 0);
+  CHECK(test::read_file(again + "/h100-sxm-80gb.llama-3.1-8b.tp1.json") ==
+        test::read_file(out + "/h100-sxm-80gb.llama-3.1-8b.tp1.json"));
+  const auto undated = test::run_cli({"gpu", "calibrate", "--from-vidur", test::data_path("vidur"), "--out-dir",
+                                      test::temp_dir("vidur_undated")});
+  CHECK(undated.rc == 2);
+  CHECK_THAT(undated.err, Contains("--date: required with --out-dir"));
   // Errors: both inputs, no data.
   CHECK(test::run_cli({"gpu", "calibrate", "--from-vidur", out, "--samples", "x"}).rc == 2);
   const auto none = test::run_cli({"gpu", "calibrate", "--from-vidur", test::temp_dir("vidur_empty")});

@@ -69,3 +69,37 @@ TEST_CASE("a scenario resolves to the fitted step model unless --profile says ot
   // The step model's per-layer cost is device time at every step.
   CHECK(make_executor(s, r).coefficients().device_overhead_s == Approx(4e-5 * 32));
 }
+
+TEST_CASE("expert parallelism over the replicas frees KV memory and needs a MoE and a model that knows the split",
+          "[scenario][moe]") {
+  Scenario s;
+  s.model = "qwen3-30b-a3b";
+  s.gpu = "h100-sxm-80gb";
+  s.replicas = 2;
+  ResolvedScenario r = resolve_scenario(s);
+  const KvSizing alone = size_kv_pool(kv_sizing_input(s, r));
+  s.enable_expert_parallel = true;
+  CHECK(expert_dp(s) == 2);
+  r = resolve_scenario(s);
+  const KvSizing split = size_kv_pool(kv_sizing_input(s, r));
+  // Half the routed experts (about 28 GB of Qwen3-30B-A3B's 61 GB) leave each GPU.
+  const double freed = r.model->routed_expert_bytes() / 2;
+  CHECK(static_cast<double>(alone.weight_bytes - split.weight_bytes) == Approx(freed).epsilon(1e-6));
+  CHECK(split.num_blocks > alone.num_blocks);
+  // The executor prices a decode step of 64 sequences faster: half the experts stream.
+  BatchSummary b;
+  for (int i = 0; i < 64; ++i) b.add(1, 1000);
+  Scenario one = s;
+  one.enable_expert_parallel = false;
+  CHECK(make_executor(s, r).coefficients().expert_token_scale == 2);
+  CHECK(step_seconds(make_executor(s, r).coefficients(), b) <
+        step_seconds(make_executor(one, resolve_scenario(one)).coefficients(), b));
+
+  Scenario dense;
+  dense.replicas = 2;
+  dense.enable_expert_parallel = true;
+  CHECK_THROWS_WITH(resolve_scenario(dense), Catch::Matchers::Contains("--enable-expert-parallel") &&
+                                                 Catch::Matchers::Contains("no routed experts"));
+  s.profile = "roofline";
+  CHECK_NOTHROW(resolve_scenario(s));
+}
