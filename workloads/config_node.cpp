@@ -3,105 +3,12 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <set>
 #include <sstream>
 
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/parser.h>
-
 #include "sim/base/error.h"
-#include "sim/base/json_out.h"
+#include "sim/base/yaml_doc.h"
 
 namespace prefixsim::workloads {
-
-namespace {
-
-// Every mapping in the tree, checked for a key given twice (yaml-cpp keeps
-// both, and a lookup would silently take one).
-void refuse_duplicate_keys(const YAML::Node& node, const std::string& file, const std::string& path) {
-  if (node.IsSequence()) {
-    for (size_t i = 0; i < node.size(); ++i) refuse_duplicate_keys(node[i], file, path + "[" + std::to_string(i) + "]");
-    return;
-  }
-  if (!node.IsMap()) return;
-  std::set<std::string> seen;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    // A key must be a plain name: YAML allows a list or a mapping as a key
-    // ("? a: 1"), which no reader here expects (found by the scenario fuzzer:
-    // reading such a key as text threw yaml-cpp's "bad conversion", exit 3).
-    if (!it->first.IsScalar())
-      throw InputError(file, it->first.Mark().line + 1,
-                       (path.empty() ? std::string() : path + ": ") + "a key must be a plain name, not a list or mapping");
-    const std::string key = it->first.Scalar();
-    const std::string at = path.empty() ? key : path + "." + key;
-    if (!seen.insert(key).second) throw InputError(file, it->first.Mark().line + 1, at + ": key given twice");
-    refuse_duplicate_keys(it->second, file, at);
-  }
-}
-
-}  // namespace
-
-namespace {
-// Where each document of a stream starts, and where its first node is;
-// nothing else is kept.
-class DocumentStarts final : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark& m) override {
-    starts.push_back(m);
-    first_nodes.push_back(YAML::Mark::null_mark());
-  }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
-  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
-  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { node(m); }
-  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    node(m);
-  }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    node(m);
-  }
-  void OnMapEnd() override {}
-  std::vector<YAML::Mark> starts, first_nodes;
-
- private:
-  void node(const YAML::Mark& m) {
-    if (!first_nodes.empty() && first_nodes.back().is_null()) first_nodes.back() = m;
-  }
-};
-}  // namespace
-
-YAML::Node load_yaml_strict(const std::string& text, const std::string& file) {
-  // Documents are counted with the parser, three at most, rather than by
-  // YAML::LoadAll: yaml-cpp 0.7's LoadAll never returns on a stream it
-  // cannot advance through (one that starts with ',', found by the scenario
-  // fuzzer), yielding empty documents for ever. A second document that
-  // starts where the first did is that case: the parser made no progress.
-  YAML::Node root;
-  try {
-    std::istringstream in(text);
-    YAML::Parser parser(in);
-    DocumentStarts docs;
-    int n = 0;
-    while (n < 3 && parser.HandleNextDocument(docs)) ++n;
-    for (size_t i = 1; i < docs.starts.size(); ++i)
-      if (docs.starts[i].pos == docs.starts[i - 1].pos)
-        throw InputError(file, docs.starts[i].line + 1,
-                         "invalid YAML: the parser cannot read past column " +
-                             std::to_string(docs.starts[i].column + 1) + " (a stray ',', ']' or '}'?)");
-    if (n >= 2) {
-      const YAML::Mark m = docs.first_nodes.size() > 1 && !docs.first_nodes[1].is_null() ? docs.first_nodes[1]
-                           : docs.starts.size() > 1                                    ? docs.starts[1]
-                                                                                       : YAML::Mark::null_mark();
-      throw InputError(file, m.is_null() ? 1 : m.line + 1, "a second YAML document ('---'): give one document only");
-    }
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(file, e.mark.line + 1, "invalid YAML: " + e.msg);
-  }
-  refuse_duplicate_keys(root, file, "");
-  return root;
-}
 
 ConfigNode ConfigNode::parse(const std::string& text, const std::string& file) {
   const YAML::Node root = load_yaml_strict(text, file);
@@ -154,8 +61,7 @@ std::vector<ConfigNode> ConfigNode::elements() const {
 }
 
 std::string ConfigNode::as_string() const {
-  if (!node_.IsScalar()) fail("expected a string");
-  if (!valid_utf8(node_.Scalar())) fail("must be valid UTF-8 (it goes into traces and reports)");
+  if (!node_.IsScalar()) fail("expected a string");  // UTF-8: load_yaml_strict checked every scalar
   return node_.Scalar();
 }
 

@@ -14,17 +14,13 @@
 
 namespace prefixsim::workloads {
 
-// Parses YAML text strictly: InputError "FILE:LINE: ..." for invalid YAML, a
-// second document, or a key given twice in any mapping (yaml-cpp accepts
-// both silently). Scenario files use it too.
-YAML::Node load_yaml_strict(const std::string& text, const std::string& file);
-
 class ConfigNode {
  public:
   ConfigNode(YAML::Node node, std::string file, std::string path)
       : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
 
-  // Parses YAML text; syntax errors become InputError("FILE:LINE: ...").
+  // Parses YAML text with load_yaml_strict (sim/base/yaml_doc.h); every
+  // refusal is InputError("FILE:LINE: ...").
   static ConfigNode parse(const std::string& text, const std::string& file);
 
   const std::string& file() const { return file_; }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "sim/base/error.h"
+#include "sim/base/yaml_doc.h"
 
 namespace prefixsim {
 
@@ -72,7 +73,13 @@ class Entry {
     if (!v.IsScalar()) fail(v, std::string("field '") + key + "' must be a scalar");
     return v;
   }
-  std::string str(const char* key) const { return field(key).Scalar(); }
+  std::string str(const char* key) const { return field(key).Scalar(); }  // UTF-8: load_yaml_strict checked it
+  // An entry's name: what the catalog and reports list it by, so never empty.
+  std::string name() const {
+    const YAML::Node v = field("name");
+    if (v.Scalar().empty()) fail(v, "field 'name' must not be empty");
+    return v.Scalar();
+  }
   double num(const char* key, double lo, double hi) const {
     const YAML::Node v = field(key);
     double x = 0;
@@ -114,33 +121,8 @@ class Entry {
   std::string file_;
 };
 
-// YAML allows a list or a mapping as a key ("? a: 1"); reading one as a
-// field name would throw yaml-cpp's "bad conversion" (exit 3), so every key
-// in the file must be a plain name.
-void require_plain_keys(const YAML::Node& node, const std::string& file) {
-  if (node.IsSequence())
-    for (const YAML::Node& n : node) require_plain_keys(n, file);
-  if (!node.IsMap()) return;
-  for (const auto& kv : node) {
-    if (!kv.first.IsScalar())
-      throw InputError(file, kv.first.Mark().line + 1, "a key must be a plain name, not a list or mapping");
-    require_plain_keys(kv.second, file);
-  }
-}
-
-YAML::Node load_catalog_yaml(std::string_view yaml, const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    throw InputError(file, e.mark.line + 1, "invalid YAML: " + e.msg);
-  }
-  require_plain_keys(root, file);
-  return root;
-}
-
 YAML::Node load_list(std::string_view yaml, const std::string& file, const char* key) {
-  const YAML::Node root = load_catalog_yaml(yaml, file);
+  const YAML::Node root = load_yaml_strict(std::string(yaml), file);
   if (!root.IsMap() || !root[key] || !root[key].IsSequence())
     throw InputError(file, 1, std::string("expected a top-level '") + key + "' list");
   return root[key];
@@ -175,7 +157,7 @@ std::vector<ModelSpec> parse_model_catalog(std::string_view yaml, const std::str
                       "tied_embeddings", "params", "dtype_bytes", "active_params", "weight_bytes", "kv_lora_rank",
                       "qk_rope_head_dim", "experts", "experts_per_token"});
     ModelSpec m;
-    m.name = e.str("name");
+    m.name = e.name();
     m.source = e.str("source");
     m.layers = static_cast<int>(e.integer("layers", 1, 4096));
     m.hidden = static_cast<int>(e.integer("hidden", 1, kMaxDim));
@@ -225,7 +207,7 @@ std::vector<GpuSpec> parse_gpu_catalog(std::string_view yaml, const std::string&
                       "interconnect", "interconnect_bandwidth", "allreduce_latency_s", "sm_count",
                       "cost_per_hour"});
     GpuSpec g;
-    g.name = e.str("name");
+    g.name = e.name();
     g.description = e.str("description");
     g.source = e.str("source");
     g.memory_bytes = e.integer("memory_bytes", int64_t{1} << 20, int64_t{1} << 50);
@@ -277,8 +259,8 @@ std::string read_catalog_file(const std::string& file) {
 }
 
 // The line of the entry named `name` in the file (for the duplicate error).
-int line_of(std::string_view yaml, const char* key, const std::string& name) {
-  const YAML::Node root = YAML::Load(std::string(yaml));
+int line_of(std::string_view yaml, const std::string& file, const char* key, const std::string& name) {
+  const YAML::Node root = load_yaml_strict(std::string(yaml), file);
   for (const YAML::Node& n : root[key])
     if (n["name"] && n["name"].Scalar() == name) return n["name"].Mark().line + 1;
   return 1;
@@ -291,7 +273,7 @@ std::vector<std::string> add_user(std::deque<Spec>& store, const std::vector<Spe
   for (const Spec& s : specs)
     for (const Spec& known : store)
       if (known.name == s.name)
-        throw InputError(file, line_of(yaml, key, s.name),
+        throw InputError(file, line_of(yaml, file, key, s.name),
                          std::string(what) + " '" + s.name + "' is already in the catalog; give it another name");
   for (const Spec& s : specs) {
     store.push_back(s);
@@ -324,7 +306,7 @@ std::vector<std::string> add_user_gpus(const std::string& file) {
 
 std::string catalog_file_kind(const std::string& file) {
   const std::string yaml = read_catalog_file(file);
-  const YAML::Node root = load_catalog_yaml(yaml, file);
+  const YAML::Node root = load_yaml_strict(yaml, file);
   const bool models = root.IsMap() && root["models"];
   const bool gpus = root.IsMap() && root["gpus"];
   if (models == gpus) throw InputError(file, 1, "expected one top-level list, 'models' or 'gpus'");

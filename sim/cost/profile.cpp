@@ -7,6 +7,7 @@
 
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
+#include "sim/base/json_keys.h"
 
 namespace prefixsim {
 
@@ -122,7 +123,7 @@ constexpr double kMaxSeconds = 60.0;
 Profile parse_profile(const std::string& text, const std::string& file) {
   json root;
   try {
-    root = json::parse(text);
+    root = json::parse(text, refuse_duplicate_json_keys(text, file));
   } catch (const json::parse_error& e) {
     const auto upto = std::min<size_t>(e.byte, text.size());
     const long line = 1 + static_cast<long>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto), '\n'));

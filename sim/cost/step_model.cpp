@@ -5,6 +5,7 @@
 
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
+#include "sim/base/json_keys.h"
 #include "sim/cost/kv_sizing.h"
 
 namespace prefixsim {
@@ -135,7 +136,7 @@ bool is_step_model_text(const std::string& text) {
 }
 
 StepModel parse_step_model(const std::string& text, const std::string& file) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  const nlohmann::json j = nlohmann::json::parse(text, refuse_duplicate_json_keys(text, file), false);
   auto fail = [&](const std::string& field, const std::string& msg) -> void {
     throw InputError(file + ": field '" + field + "': " + msg);
   };

@@ -14,7 +14,7 @@
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 #include "sim/base/json_out.h"
-#include "workloads/config_node.h"
+#include "sim/base/yaml_doc.h"
 
 namespace prefixsim {
 
@@ -273,7 +273,7 @@ void apply_scenario_yaml(const YAML::Node& root, const std::string& path, Scenar
 
 void load_scenario_yaml(const std::string& path, Scenario& s) {
   // Read with the input bounds, parsed strictly (one document, no key twice).
-  const YAML::Node root = workloads::load_yaml_strict(read_whole_file(path, "scenario"), path);
+  const YAML::Node root = load_yaml_strict(read_whole_file(path, "scenario"), path);
   if (!root.IsMap()) throw InputError(path, 1, "a scenario is a mapping of keys to values");
   apply_scenario_yaml(root, path, s);
 }

@@ -9,11 +9,11 @@
 #include "policies/registry.h"
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
+#include "sim/base/yaml_doc.h"
 #include "sim/scenario/offline_future.h"
 #include "sim/scenario/point_run.h"
 #include "sim/cost/catalog.h"
 #include "sim/fleet/router.h"
-#include "workloads/config_node.h"
 
 namespace prefixsim {
 namespace {
@@ -130,7 +130,7 @@ std::map<std::string, long> base_keys(const YAML::Node& base) {
 const std::vector<std::string>& sweep_metric_names() { return point_figure_names(); }
 
 Grid load_grid(const std::string& path) {
-  const YAML::Node root = workloads::load_yaml_strict(read_whole_file(path, "grid"), path);
+  const YAML::Node root = load_yaml_strict(read_whole_file(path, "grid"), path);
   if (!root.IsMap()) throw InputError(path, 1, "a grid is a mapping with base, axes, zip and charts");
   Grid g;
   g.path = path;
@@ -145,7 +145,7 @@ Grid load_grid(const std::string& path) {
     YAML::Node map = base;
     if (base.IsScalar()) {  // a scenario file
       base_path = base.as<std::string>();
-      map = workloads::load_yaml_strict(read_whole_file(base_path, "scenario"), base_path);
+      map = load_yaml_strict(read_whole_file(base_path, "scenario"), base_path);
     }
     if (!map.IsMap()) fail(path, line_of(base), "base", "expected a scenario mapping or the path of a scenario file");
     apply_scenario_yaml(map, base_path, g.base);

@@ -124,6 +124,32 @@ TEST_CASE("PREFIXSIM_CATALOG's models.yaml and gpus.yaml extend the catalog", "[
   CHECK(missing.err.find("PREFIXSIM_CATALOG") != std::string::npos);
 }
 
+TEST_CASE("a PREFIXSIM_CATALOG file with text that is not UTF-8, or an alias bomb, is exit 2 naming file and line",
+          "[cli][catalog]") {
+  const std::string text_dir = temp_dir("catalog-env-utf8"), bomb_dir = temp_dir("catalog-env-bomb");
+  std::string gpus = kGpus;
+  gpus.replace(gpus.find("test copy"), 4, "t\xe9st");  // Latin-1, as a hand-edited file might hold
+  write_text_file(text_dir, "gpus.yaml", gpus);
+  std::string bomb = "models:\n  - name: x\n    a: &a [x,x,x,x,x,x,x,x,x]\n";
+  for (int i = 1; i <= 9; ++i) {
+    const std::string prev = i == 1 ? "a" : "l" + std::to_string(i - 1), name = "l" + std::to_string(i);
+    bomb += "    " + name + ": &" + name + " [*" + prev;
+    for (int k = 1; k < 9; ++k) bomb += ",*" + prev;
+    bomb += "]\n";
+  }
+  write_text_file(bomb_dir, "models.yaml", bomb);
+  ::setenv("PREFIXSIM_CATALOG", text_dir.c_str(), 1);
+  auto text = run_cli({"catalog", "--json"});
+  ::setenv("PREFIXSIM_CATALOG", bomb_dir.c_str(), 1);
+  auto bombed = run_cli({"catalog", "--json"});
+  ::unsetenv("PREFIXSIM_CATALOG");
+  CHECK(text.rc == 2);
+  CHECK(text.out.empty());
+  CHECK(text.err.find("gpus.yaml:3: gpus[0].description: must be valid UTF-8") != std::string::npos);
+  CHECK(bombed.rc == 2);
+  CHECK(bombed.err.find("models.yaml:9: YAML expands to more than 1000000 nodes (aliases)") != std::string::npos);
+}
+
 TEST_CASE("--kv-cache-dtype fp8 halves the bytes per block and doubles the derived pool", "[cli][fp8]") {
   const std::string dir = temp_dir("kv-fp8");
   auto a = run_cli({"replay", "--requests", "50", "--mode", "cache", "--out", dir + "/auto"});

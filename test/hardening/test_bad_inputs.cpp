@@ -176,6 +176,27 @@ std::string tar_of(int n, bool end = true) {
   return t;
 }
 
+// Ten levels of nine aliases (431 bytes): 9^10 nodes if walked expanded. Level
+// 6, the bomb's line 7, is where the expansion passes 10^6 nodes.
+std::string alias_bomb() {
+  std::string y = "a: &a [x,x,x,x,x,x,x,x,x]\n";
+  for (int i = 1; i <= 9; ++i) {
+    const std::string prev = i == 1 ? "a" : "l" + std::to_string(i - 1), name = "l" + std::to_string(i);
+    y += name + ": &" + name + " [*" + prev;
+    for (int k = 1; k < 9; ++k) y += ",*" + prev;
+    y += "]\n";
+  }
+  return y;
+}
+
+// One model entry of the built-in schema; `extra` is appended to it.
+std::string model_entry(const std::string& name, const std::string& extra = "") {
+  return "models:\n  - name: " + name +
+         "\n    source: s\n    layers: 28\n    hidden: 3584\n    heads: 28\n    kv_heads: 4\n    head_dim: 128\n"
+         "    intermediate: 18944\n    vocab: 152064\n    tied_embeddings: false\n    params: 7615616512\n"
+         "    dtype_bytes: 2\n" + extra;
+}
+
 std::vector<BadCase> bad_cases() {
   const std::string T = "%/native_small.jsonl";
   return {
@@ -460,7 +481,33 @@ std::vector<BadCase> bad_cases() {
       {"sweep grid with a list as a key", {{"g.yaml", "base:\n  ? [mode]\n  : cache\naxes:\n  policy: [lru]\n"}},
        {"sweep", "@/g.yaml", "--out", "@/out/s"}, "g.yaml:2: base: a key must be a plain name"},
       {"catalog file with a mapping as a key", {{"m.yaml", "models:\n  - ? {name: x}\n    : 1\n"}},
-       {"catalog", "--check", "@/m.yaml"}, "m.yaml:2: a key must be a plain name"},
+       {"catalog", "--check", "@/m.yaml"}, "m.yaml:2: models[0]: a key must be a plain name"},
+      // Alias bombs: each YAML reader used to spin for minutes walking the
+      // expanded tree; the one loader refuses them at once.
+      {"sweep grid that is an alias bomb", {{"g.yaml", "axes:\n  policy: [lru]\n" + alias_bomb()}},
+       {"sweep", "@/g.yaml", "--out", "@/out/s"}, "g.yaml:9: YAML expands to more than 1000000 nodes (aliases)"},
+      {"replay --config an alias bomb", {{"s.yaml", alias_bomb()}}, {"replay", "--config", "@/s.yaml"},
+       "s.yaml:7: YAML expands to more than 1000000 nodes (aliases)"},
+      {"catalog --check an alias bomb", {{"m.yaml", "models:\n" + alias_bomb()}}, {"catalog", "--check", "@/m.yaml"},
+       "m.yaml:8: YAML expands to more than 1000000 nodes (aliases)"},
+      {"replay --model-file an alias bomb", {{"m.yaml", "models:\n" + alias_bomb()}},
+       {"replay", "--model-file", "@/m.yaml"}, "m.yaml:8: YAML expands to more than 1000000 nodes (aliases)"},
+      {"catalog --check a model entry with a field given twice", {{"m.yaml", model_entry("m", "    layers: 30\n")}},
+       {"catalog", "--check", "@/m.yaml"}, "m.yaml:14: models[0].layers: key given twice"},
+      {"catalog --model-file a model whose name is not UTF-8", {{"m.yaml", model_entry("bad\xff")}},
+       {"catalog", "--model-file", "@/m.yaml", "--json"}, "m.yaml:2: models[0].name: must be valid UTF-8"},
+      {"catalog --check a GPU whose description is not UTF-8",
+       {{"g.yaml", "gpus:\n  - name: g\n    description: \"\xed\xa0\x80\"\n"}}, {"catalog", "--check", "@/g.yaml"},
+       "g.yaml:3: gpus[0].description: must be valid UTF-8"},
+      {"catalog --check a model named \"\"", {{"m.yaml", model_entry("\"\"")}}, {"catalog", "--check", "@/m.yaml"},
+       "m.yaml:2: field 'name' must not be empty"},
+      {"replay --profile with a coefficient given twice",
+       {{"p.json", "{\"schema\": \"prefixsim.profile/1\",\n \"coefficients\": {\"overhead_s\": 0.001,\n"
+                   "  \"overhead_s\": 0.002}}"}},
+       {"replay", T, "--profile", "@/p.json"}, "p.json:3: field 'coefficients.overhead_s' given twice"},
+      {"replay --profile a step model with a term given twice",
+       {{"sm.json", "{\"schema\": \"prefixsim.step_model/1\", \"terms\": {\"bw_inv\": 1,\n \"bw_inv\": 2}}"}},
+       {"replay", T, "--profile", "@/sm.json"}, "sm.json:2: field 'terms.bw_inv' given twice"},
       {"generate workload YAML with a nested key given twice",
        {{"w.yaml", "pattern: chatbot\narrival:\n  rate: 2\n  rate: 3\n"}}, {"generate", "@/w.yaml", "-o", "@/out/t.jsonl"},
        "w.yaml:4: arrival.rate: key given twice"},
