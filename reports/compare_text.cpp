@@ -33,6 +33,14 @@ std::string json_number(double x) { return nlohmann::json(x).dump(); }
 
 ojson gib_json(double gib) { return std::isinf(gib) ? ojson("inf") : ojson(gib); }
 
+// An offloading size as given (2.5, 16, inf), in a stream of its own: the
+// tables' streams carry the precision of the columns before it.
+std::string gib_text(double gib) {
+  std::ostringstream s;
+  s << gib;
+  return s.str();
+}
+
 ojson row_json(const CompareReport& rep, const CompareRow& r) {
   const CompareSize& k = rep.sizes[r.size];
   const double belady = rep.belady_hit_rate[r.size];
@@ -121,7 +129,7 @@ void md_size_row(std::ostream& md, const CompareReport& rep, const CompareRow& r
     if (std::isnan(r.imbalance)) md << "- | ";
     else md << std::fixed << std::setprecision(2) << r.imbalance << std::defaultfloat << " | ";
   }
-  if (rep.tiered) md << rep.offloading_gib[r.offload] << " | " << pct(with_tiers(r)) << " | ";
+  if (rep.tiered) md << gib_text(rep.offloading_gib[r.offload]) << " | " << pct(with_tiers(r)) << " | ";
   md << pct(r.hit_rate) << " | " << pct(r.block_hit_rate) << " | " << r.evictions << " | " << r.refused_requests
      << " |";
   if (!std::isnan(belady)) md << " " << pct(belady - r.hit_rate) << " |";
@@ -163,7 +171,7 @@ void md_capacity_curve(std::ostream& md, const CompareReport& rep) {
         for (size_t of = 0; of < rep.offloading_gib.size(); ++of) {
           md << "| " << rep.specs[p];
           if (rep.fleets) md << " · " << rep.routers[rt] << " x " << rep.replicas[f];
-          if (rep.offloading) md << " · CPU " << rep.offloading_gib[of] << " GiB";
+          if (rep.offloading) md << " · CPU " << gib_text(rep.offloading_gib[of]) << " GiB";
           md << " |";
           for (const CompareRow& r : rep.rows)
             if (r.policy == p && r.router == rt && r.fleet == f && r.offload == of)
