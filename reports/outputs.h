@@ -26,7 +26,7 @@ std::string render_summary_md(const RunReport& r);
 std::string render_metrics_prom(const RunReport& r);
 // report.html: one self-contained page (Chart.js inlined), opens offline.
 std::string render_report_html(const RunReport& r);
-// compare's page: hit rate vs capacity per policy, and a policy x capacity
+// compare's page (its text forms: compare_text.h): hit rate vs capacity per policy, and a policy x capacity
 // table. compare_json has "results": [{policy, kv_blocks, capacity_tokens,
 // hit_rate, block_hit_rate, evictions}, ...] and optionally "scenario".
 std::string render_compare_html(const nlohmann::json& compare_json);

@@ -1,7 +1,10 @@
 #include "sim/cli/options.h"
 
 #include <algorithm>
+#include <charconv>
 #include <iostream>
+#include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "sim/base/error.h"
@@ -40,6 +43,88 @@ int resolve_threads(const po::variables_map& vm) {
   const int threads = vm["threads"].as<int>();
   if (threads < 0) throw InputError("--threads must be at least 1 (0 = one per core)");
   return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+namespace {
+
+// The entries of a comma list as written, none empty (the list's own text
+// in the message: "50," has an empty entry).
+std::vector<std::string> split_entries(const std::string& flag, const std::string& text) {
+  if (text.empty()) throw InputError(flag + ": nothing given");
+  std::vector<std::string> out;
+  std::string_view rest = text;
+  while (true) {
+    const size_t comma = rest.find(',');
+    out.emplace_back(rest.substr(0, comma));
+    if (out.back().empty()) throw InputError(flag + ": empty entry in '" + text + "'");
+    if (comma == std::string_view::npos) return out;
+    rest = rest.substr(comma + 1);
+  }
+}
+
+// `values` parsed from `entries`, one for one: the first entry whose value
+// came before is refused.
+template <typename T>
+void refuse_twice(const std::string& flag, const std::vector<T>& values, const std::vector<std::string>& entries) {
+  for (size_t i = 1; i < values.size(); ++i)
+    if (std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) !=
+        values.begin() + static_cast<std::ptrdiff_t>(i))
+      throw InputError(flag + ": '" + entries[i] + "' is given twice");
+}
+
+template <typename T>
+std::vector<T> positive_list(const std::string& flag, const std::string& text) {
+  const std::vector<std::string> entries = split_entries(flag, text);
+  std::vector<T> out;
+  for (const std::string& e : entries) {
+    std::istringstream in(e);
+    T x{};
+    if (!(in >> x) || !in.eof() || !(x > 0)) throw InputError(flag + ": '" + e + "' is not a positive number");
+    out.push_back(x);
+  }
+  refuse_twice(flag, out, entries);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> parse_spec_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> specs;
+  for (const std::string& e : split_entries(flag, text)) {
+    // "key=value" after a comma belongs to the spec before it.
+    const bool continues = e.find('=') != std::string::npos && e.find(':') == std::string::npos;
+    if (!continues) {
+      specs.push_back(e);
+    } else if (specs.empty()) {
+      throw InputError(flag + ": '" + e + "' is a parameter with nothing before it");
+    } else {
+      specs.back() += "," + e;
+    }
+  }
+  refuse_twice(flag, specs, specs);
+  return specs;
+}
+
+std::vector<int64_t> parse_positive_int_list(const std::string& flag, const std::string& text) {
+  return positive_list<int64_t>(flag, text);
+}
+
+std::vector<double> parse_positive_real_list(const std::string& flag, const std::string& text) {
+  return positive_list<double>(flag, text);
+}
+
+std::vector<double> parse_gib_list(const std::string& flag, const std::string& text) {
+  const std::vector<std::string> entries = split_entries(flag, text);
+  std::vector<double> out;
+  for (const std::string& e : entries) {
+    double v = 0;
+    const auto [end, ec] = std::from_chars(e.data(), e.data() + e.size(), v);  // takes "inf"
+    if (ec != std::errc() || end != e.data() + e.size() || !(v >= 0))
+      throw InputError(flag + ": '" + e + "' is not a size in GiB (0: none, inf: unbounded)");
+    out.push_back(v);
+  }
+  refuse_twice(flag, out, entries);
+  return out;
 }
 
 }  // namespace prefixsim::cli

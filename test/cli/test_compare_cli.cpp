@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -238,4 +239,49 @@ TEST_CASE("compare reports a recurring system prompt's reuse distance against ea
   REQUIRE(md.find("| lru | 8 | 7 | 0 | 7 | 0 of 1 | 0 of 1 |") != std::string::npos);
   REQUIRE(md.find("| arc | 8 | 7 | 7 | 14 | 0 of 1 | 1 of 1 |") != std::string::npos);
   REQUIRE(md.find("| lru | 13 | 12 | 0 | 12 | 1 of 1 | 1 of 1 |") != std::string::npos);
+}
+
+TEST_CASE("compare refuses a list entry given twice with exit 2, naming the flag and the entry, and writes nothing",
+          "[compare][cli]") {
+  const std::string dir = temp_dir("compare_twice");
+  const std::string trace = write_trace(dir);
+  struct Twice {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const Twice cases[] = {
+      {{"--mode", "engine", "--policies", "lru", "--kv-blocks", "40", "--replicas", "2,2"},
+       "--replicas: '2' is given twice"},
+      {{"--mode", "engine", "--policies", "lru", "--kv-blocks", "40", "--routers", "prefix,prefix"},
+       "--routers: 'prefix' is given twice"},
+      {{"--mode", "engine", "--policies", "lru", "--kv-blocks", "40", "--routers",
+        "kv-aware:overlap_weight=2,temperature=0.5,round-robin,kv-aware:overlap_weight=2,temperature=0.5"},
+       "--routers: 'kv-aware:overlap_weight=2,temperature=0.5' is given twice"},
+      {{"--policies", "lru,fifo,lru", "--kv-blocks", "40"}, "--policies: 'lru' is given twice"},
+      {{"--policies", "lru", "--kv-blocks", "40,80,40"}, "--kv-blocks: '40' is given twice"},
+      {{"--policies", "lru", "--kv-blocks", "40", "--kv-offloading-size", "1,1"},
+       "--kv-offloading-size: '1' is given twice"},
+  };
+  for (const Twice& c : cases) {
+    std::vector<std::string> argv = {"compare", trace, "--out", dir + "/out"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const auto r = run_cli(argv);
+    INFO(c.says << " -> " << r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err == std::string("prefixsim compare: ") + c.says + "\n");
+    CHECK_FALSE(std::filesystem::exists(dir + "/out/compare.json"));
+  }
+}
+
+TEST_CASE("compare --routers takes a router spec with its own commas as one router", "[compare][cli]") {
+  const std::string dir = temp_dir("compare_router_spec");
+  const std::string trace = write_trace(dir);
+  const auto r = run_cli({"compare", trace, "--mode", "engine", "--policies", "lru", "--kv-blocks", "400",
+                          "--routers", "kv-aware:overlap_weight=2,temperature=0.5,prefix", "--replicas", "2",
+                          "--trace-block-size", "16", "--out", dir + "/out", "--quiet"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const nlohmann::json c = nlohmann::json::parse(read_file(dir + "/out/compare.json"));
+  CHECK(c["routers"] == nlohmann::json::array({"kv-aware:overlap_weight=2,temperature=0.5", "prefix"}));
+  CHECK(c["results"].size() == 2);
 }
