@@ -167,8 +167,8 @@ void Planner::refuse_what_cannot_run() const {
     if (s.refusal.empty() && !runnable) runnable = &s;
   }
   if (!runnable && !shapes_.empty())
-    throw InputError(shapes_.front().refusal + " (no fleet shape plan may try can run; this is " +
-                     shape_name(shapes_.front(), dims_) + "'s reason)");
+    throw InputError(shapes_.front().refusal + " (at " + shape_name(shapes_.front(), dims_) +
+                     "; no fleet shape plan may try can run)");
 }
 
 // The largest fleet the search may reach: --max-replicas of the shape with
