@@ -36,7 +36,8 @@ std::string render_compare_html(const nlohmann::json& compare_json);
 // points, from sweep.json (sim/study/sweep_report.h).
 std::string render_sweep_html(const nlohmann::json& sweep_json);
 // plan's page: the runs behind the answer (TTFT p99 and hit rate against
-// replicas, a line per TP and offload) and the answer, from plan.json.
+// replicas, a line per TP and offload) and the answer, from plan.json
+// (plan.md and the terminal's lines: plan_text.h).
 std::string render_plan_html(const nlohmann::json& plan_json);
 
 // A few lines for the terminal after a run.

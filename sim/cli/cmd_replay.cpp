@@ -16,6 +16,7 @@
 #include "sim/scenario/offline_future.h"
 #include "sim/cli/options.h"
 #include "sim/scenario/replay_collector.h"
+#include "sim/scenario/run_memory.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/scenario_run.h"
 #include "sim/cost/cost_model.h"
@@ -91,6 +92,7 @@ int cmd_replay(const Args& args) {
   const GpuSpec& gpu = *resolved.gpu;
   const KvSizing kv_size = size_kv_pool(kv_sizing_input(s, resolved));
   const std::vector<TierSpec> tier_specs = scenario_tiers(s, model);
+  check_run_fits_memory(run_blocks(s, kv_size, tier_specs), "--replicas");
   const uint64_t steps_every = vm["steps-every"].as<uint64_t>();
   // Outputs: refused before the run when they would replace something that
   // is not a regular file, or one of the inputs.

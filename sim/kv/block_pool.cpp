@@ -11,19 +11,25 @@
 
 namespace prefixsim {
 
-void check_pool_fits_memory(int64_t num_blocks, const std::string& flag) {
+double pool_memory_limit_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return;  // unknown: nothing to check against
-  const double physical = static_cast<double>(pages) * static_cast<double>(page);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<double>(pages) * static_cast<double>(page) / 2;
+}
+
+std::string gib_text(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+void check_pool_fits_memory(int64_t num_blocks, const std::string& flag) {
+  const double limit = pool_memory_limit_bytes();
+  if (limit <= 0) return;  // unknown: nothing to check against
   const double needed = static_cast<double>(num_blocks) * kMinPoolBytesPerBlock;
-  if (needed <= physical / 2) return;
-  auto gib = [](double b) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f", b / (1024.0 * 1024.0 * 1024.0));
-    return std::string(buf);
-  };
-  throw InputError(flag + ": a pool of " + std::to_string(num_blocks) + " blocks needs at least " + gib(needed) +
-                   " GiB of this machine's memory to simulate, more than half of its " + gib(physical) +
+  if (needed <= limit) return;
+  throw InputError(flag + ": a pool of " + std::to_string(num_blocks) + " blocks needs at least " + gib_text(needed) +
+                   " GiB of this machine's memory to simulate, more than half of its " + gib_text(2 * limit) +
                    " GiB; give a smaller pool");
 }
 

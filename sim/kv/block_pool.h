@@ -34,9 +34,17 @@ namespace prefixsim {
 // more), so a pool refused by check_pool_fits_memory could never be simulated.
 inline constexpr int64_t kMinPoolBytesPerBlock = 40;
 
+// The most memory the simulated pools of one run may need: half of this
+// machine's physical memory (the rest is left to the trace, the reports and
+// whatever else runs); 0 when it is unknown (nothing to check against).
+double pool_memory_limit_bytes();
+// "12.3": a byte count in GiB, for the messages of the memory checks.
+std::string gib_text(double bytes);
+
 // InputError naming `flag` when a pool of num_blocks would need more than
-// half of this machine's physical memory (checked before anything is
-// allocated, so an absurd size is exit 2, not an out-of-memory crash).
+// pool_memory_limit_bytes() (checked before anything is allocated, so an
+// absurd size is exit 2, not an out-of-memory crash). One pool; a run's
+// pools and tiers together: sim/scenario/run_memory.h.
 void check_pool_fits_memory(int64_t num_blocks, const std::string& flag);
 
 // Told when a pool caches a block or evicts one: how KV tiers (kv_tier.h)

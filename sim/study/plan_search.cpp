@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "reports/slo_bound.h"
 #include "sim/base/error.h"
 
 namespace prefixsim {
@@ -32,15 +33,9 @@ double parse_number(const std::string& term, const std::string& s) {
 
 }  // namespace
 
-bool SloTerm::meets(double v) const {
-  if (!std::isfinite(v)) return false;
-  return at_most ? v <= limit : v >= limit;
-}
+bool SloTerm::meets(double v) const { return slo_meets(at_most, limit, v); }
 
-double SloTerm::margin(double v) const {
-  if (!std::isfinite(v) || limit == 0) return NAN;
-  return at_most ? (limit - v) / limit : (v - limit) / limit;
-}
+double SloTerm::margin(double v) const { return slo_margin(at_most, limit, v); }
 
 std::vector<SloTerm> parse_slo(const std::string& text) {
   std::vector<SloTerm> out;

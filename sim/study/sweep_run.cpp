@@ -4,6 +4,7 @@
 
 #include "sim/base/error.h"
 #include "sim/scenario/offline_future.h"
+#include "sim/scenario/run_memory.h"
 #include "sim/engine/vector_source.h"
 
 namespace prefixsim {
@@ -41,6 +42,7 @@ SweepRunner::SweepRunner(const Grid& grid, const std::vector<GridPoint>& points,
       prep.sizing = size_kv_pool(kv_sizing_input(s, prep.resolved));
       if (prep.sizing.num_blocks < 2)
         throw InputError("a pool needs at least 2 blocks (block 0 is the null block)");
+      check_run_fits_memory(run_blocks(s, prep.sizing, scenario_tiers(s, *prep.resolved.model)), "--replicas");
     } catch (const InputError& e) {
       point_error(grid, p, key_of_message(e.what()), e.what());
     }

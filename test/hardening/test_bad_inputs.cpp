@@ -517,6 +517,12 @@ std::vector<BadCase> bad_cases() {
        {{"r.json", kReport}, {"b.json", R"({"schema":"prefixsim.baseline/1","metrics":{"hit_rate":-5}})"}},
        {"check", "@/r.json", "--baseline", "@/b.json"},
        "b.json: field 'metrics.hit_rate' is -5.0, expected a ratio in [0, 1]"},
+      // plan: a fleet shape that cannot run is refused before the search,
+      // as replay refuses it (not "no fleet meets the SLO" with no runs)
+      {"plan --tp 3 (does not divide the heads)", {},
+       {"plan", T, "--slo", "ttft_p99=2s", "--tp", "3", "--out", "@/out"}, "--tp: 3 does not divide"},
+      {"plan --tp 1,3", {}, {"plan", T, "--slo", "ttft_p99=2s", "--tp", "1,3", "--out", "@/out"},
+       "--tp: 3 does not divide"},
       // replay --steps-out
       {"replay --steps-every 0", {}, {"replay", "--requests", "5", "--steps-out", "@/out/s.csv", "--steps-every", "0"},
        "--steps-every"},
@@ -808,6 +814,52 @@ TEST_CASE("pool sizes that cannot be allocated are refused up front, naming the 
     INFO(r.err);
     CHECK(r.rc == 2);
     CHECK(r.err.find(p.flag) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir + "/out"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("runs whose pools and tiers together cannot be allocated are refused up front, naming the flag to lower",
+          "[hardening][cli]") {
+  // Each pool alone passes its check; the run's sum (at least 40 B a block)
+  // is over half the machine's memory unless the machine is larger still.
+  const double physical = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const std::string trace = trace_dir() + "/mooncake_small.jsonl";
+  const std::string dir = temp_dir("runmem");
+  struct Run {
+    std::vector<std::string> args;
+    double blocks;
+    const char* expect;
+  };
+  // llama-3.1-8b: 2 MiB a block at TP 1, 1 MiB at TP 2 (64131 blocks of an
+  // H100 at block size 16, about 16 times as many at block size 1).
+  const std::vector<Run> runs = {
+      {{"replay", trace, "--replicas", "3", "--kv-blocks", "100000000"}, 3e8, "--replicas: the run's KV pools"},
+      {{"replay", trace, "--replicas", "4096", "--kv-blocks", "1000000"}, 4.096e9, "lower --replicas or --kv-blocks"},
+      {{"replay", trace, "--replicas", "64", "--kv-offloading-size", "100000"}, 64 * 5.12e7,
+       "lower --replicas, --gpu-mem-util or --kv-offloading-size"},
+      {{"plan", trace, "--slo", "ttft_p99=1ms", "--tp", "2", "--max-replicas", "4096", "--block-size", "1"},
+       4096 * 1.02e6, "--max-replicas: the run's KV pools"},
+      {{"sweep", dir + "/g.yaml"}, 4.096e9, "g.yaml:3: replicas: --replicas: the run's KV pools"},
+  };
+  std::ofstream(dir + "/g.yaml") << "base: {trace: " << trace << ", kv_blocks: 1000000}\naxes:\n  replicas: [1, 4096]\n";
+  for (const Run& run : runs) {
+    if (run.blocks * 40 <= physical / 2) {
+      std::string line;
+      for (const std::string& a : run.args) line += " " + a;
+      WARN("skipped" << line << ": this machine could hold the run");
+      continue;
+    }
+    std::vector<std::string> args = run.args;
+    args.insert(args.end(), {"--out", dir + "/out"});
+    const auto started = std::chrono::steady_clock::now();
+    const auto r = run_cli(args);
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find(run.expect) != std::string::npos);
+    CHECK(r.err.find(" GiB of this machine's memory") != std::string::npos);
+    // Refused before anything was allocated: at once, not after minutes of growth.
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(20));
     CHECK_FALSE(fs::exists(dir + "/out"));
   }
   fs::remove_all(dir);

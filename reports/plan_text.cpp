@@ -1,0 +1,156 @@
+#include "reports/plan_text.h"
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "reports/slo_bound.h"
+
+namespace prefixsim {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string fmt(double v, int digits) {
+  if (!std::isfinite(v)) return "n/a";
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << v;
+  return s.str();
+}
+
+double number_or_nan(const ojson& row, const std::string& key) {
+  return row[key].is_number() ? row[key].get<double>() : NAN;
+}
+
+// "ttft_p99_ms 1234.5 ms (<= 2000.0 ms: 38.3 % inside)", from one of
+// plan.json's slo terms and a run's row.
+std::string margin_text(const ojson& term, const ojson& row) {
+  const std::string metric = term["metric"].get<std::string>();
+  const bool at_most = term["bound"].get<std::string>() == "<=";
+  const double limit = term["limit"].get<double>();
+  const double v = number_or_nan(row, metric);
+  const bool pct = !at_most;
+  return metric + " " + (pct ? fmt(100 * v, 2) + " %" : fmt(v, 1) + " ms") + " (" + (at_most ? "<= " : ">= ") +
+         (pct ? fmt(100 * limit, 2) + " %" : fmt(limit, 1) + " ms") + ": " +
+         fmt(100 * std::fabs(slo_margin(at_most, limit, v)), 1) + " % " +
+         (slo_meets(at_most, limit, v) ? "inside" : "outside") + ")";
+}
+
+// One line per SLO term ("- ..." in Markdown), or all on one line (" ...;").
+std::string margins_md(const ojson& plan, const ojson& row) {
+  std::string out;
+  for (const ojson& t : plan["slo"]) out += "- " + margin_text(t, row) + "\n";
+  return out;
+}
+std::string margins_inline(const ojson& plan, const ojson& row) {
+  std::string out;
+  for (const ojson& t : plan["slo"]) out += " " + margin_text(t, row) + ";";
+  return out;
+}
+
+void md_question(std::ostringstream& md, const ojson& plan, const std::string& router) {
+  const ojson& trace = plan["trace"];
+  const ojson& s = plan["scenario"];
+  md << "# prefixsim plan\n\nTrace `" << trace["path"].get<std::string>() << "` ("
+     << trace["format"].get<std::string>() << "), " << trace["requests"].get<size_t>() << " requests; "
+     << s["model"].get<std::string>() << " on " << s["gpu"].get<std::string>() << ", policy "
+     << s["policy"].get<std::string>() << ", router " << router << ".\n\nSLO: ";
+  for (size_t i = 0; i < plan["slo"].size(); ++i)
+    md << (i ? ", " : "") << "`" << plan["slo"][i]["text"].get<std::string>() << "`";
+  md << ".\n\n**Answer:** " << plan["summary"].get<std::string>() << ".\n\n";
+}
+
+void md_answer(std::ostringstream& md, const ojson& plan) {
+  const ojson& answer = plan["answer"];
+  if (answer.is_null()) return;
+  md << "Margin at the answer:\n\n" << margins_md(plan, answer["run"]);
+  if (answer["one_fewer"].is_null()) {
+    md << "\nOne replica is the smallest fleet.\n";
+    return;
+  }
+  md << "\nOne replica fewer (" << answer["replicas"].get<int64_t>() - 1 << ") does not meet it:\n\n"
+     << margins_md(plan, answer["one_fewer"]);
+}
+
+void md_tables(std::ostringstream& md, const ojson& plan) {
+  md << "\n## Fleet shapes\n\n| shape | status | replicas | cost | runs |\n| --- | --- | ---: | ---: | ---: |\n";
+  for (const ojson& o : plan["shapes"])
+    md << "| " << o["fleet"].get<std::string>() << " | " << o["status"].get<std::string>() << " | "
+       << (o.contains("replicas") ? std::to_string(o["replicas"].get<int64_t>()) : "-") << " | "
+       << (o.contains("cost") ? fmt(o["cost"].get<double>(), 2) : "-") << " | " << o["runs"].get<size_t>() << " |\n";
+  md << "\n## Runs (in the order run, per shape)\n\n| shape | replicas | meets | TTFT p99 ms | hit rate % | "
+        "refused | imbalance |\n| --- | ---: | --- | ---: | ---: | ---: | ---: |\n";
+  for (const ojson& r : plan["runs"])
+    md << "| " << r["fleet"].get<std::string>() << " | " << r["replicas"].get<int64_t>() << " | "
+       << (r["meets"].get<bool>() ? "yes" : "no") << " | " << fmt(number_or_nan(r, "ttft_p99_ms"), 1) << " | "
+       << fmt(100 * number_or_nan(r, "hit_rate"), 2) << " | " << r["refused_requests"].get<uint64_t>() << " | "
+       << fmt(number_or_nan(r, "imbalance"), 2) << " |\n";
+  if (!plan.contains("routers_at_answer")) return;
+  md << "\n## Routers at the answer\n\n| router | meets | TTFT p99 ms | hit rate % | imbalance |\n| --- | --- | ---: | "
+        "---: | ---: |\n";
+  for (const ojson& r : plan["routers_at_answer"])
+    md << "| " << r["router"].get<std::string>() << " | " << (r["meets"].get<bool>() ? "yes" : "no") << " | "
+       << fmt(number_or_nan(r, "ttft_p99_ms"), 1) << " | " << fmt(100 * number_or_nan(r, "hit_rate"), 2) << " | "
+       << fmt(number_or_nan(r, "imbalance"), 2) << " |\n";
+}
+
+void md_method(std::ostringstream& md, const ojson& plan) {
+  md << "\n## Method\n\nFor each shape: fleets of 1, 2, 4, ... replicas until one meets the SLO, then bisection "
+        "between the last that failed and the first that met; the answer and one replica fewer are both run. "
+        "Bisection assumes more replicas never break the SLO. Latency nearly obeys that (less load per replica), "
+        "though a router's split of sessions can move TTFT p99 a little either way; a hit-rate bound can break "
+        "it outright (a prefix-blind router spreads sessions over more caches as the fleet grows).";
+  const ojson& violations = plan["monotonicity_violations"];
+  if (violations.empty()) {
+    md << " No violation was seen among these runs.\n";
+    return;
+  }
+  md << " Violations seen among these runs (the answer may not be the smallest that meets the SLO):\n\n";
+  for (const ojson& v : violations) md << "- " << v.get<std::string>() << "\n";
+}
+
+// "TTFT p99 12.3 ms, hit rate 45.67 % -> meets"
+std::string run_verdict(const ojson& r) {
+  return "TTFT p99 " + fmt(number_or_nan(r, "ttft_p99_ms"), 1) + " ms, hit rate " +
+         fmt(100 * number_or_nan(r, "hit_rate"), 2) + " % -> " + (r["meets"].get<bool>() ? "meets" : "fails");
+}
+
+}  // namespace
+
+std::string render_plan_md(const ojson& plan, const std::string& router) {
+  std::ostringstream md;
+  md_question(md, plan, router);
+  md_answer(md, plan);
+  md_tables(md, plan);
+  md_method(md, plan);
+  return md.str();
+}
+
+std::string render_plan_terminal(const ojson& plan) {
+  std::string term = "plan: " + plan["summary"].get<std::string>() + "\n";
+  const ojson& answer = plan["answer"];
+  if (!answer.is_null()) {
+    term += "  margin:" + margins_inline(plan, answer["run"]) + "\n";
+    if (!answer["one_fewer"].is_null())
+      term += "  one fewer (" + std::to_string(answer["replicas"].get<int64_t>() - 1) +
+              " replicas):" + margins_inline(plan, answer["one_fewer"]) + "\n";
+  }
+  term += "  runs:\n";
+  for (const ojson& r : plan["runs"])
+    term += "    " + r["fleet"].get<std::string>() + " x " + std::to_string(r["replicas"].get<int64_t>()) + ": " +
+            run_verdict(r) + "\n";
+  if (plan.contains("routers_at_answer")) {
+    term += "  routers at the answer:\n";
+    for (const ojson& r : plan["routers_at_answer"]) term += "    " + r["router"].get<std::string>() + ": " + run_verdict(r) + "\n";
+  }
+  const ojson& violations = plan["monotonicity_violations"];
+  if (!violations.empty()) {
+    term += "  warning: monotonicity violations:";
+    for (const ojson& v : violations) term += " " + v.get<std::string>() + ";";
+    term += "\n";
+  }
+  return term;
+}
+
+}  // namespace prefixsim
