@@ -42,6 +42,27 @@
 // probation as in Caffeine's fill phase. The test reference
 // (test/policies/reference_policies.h) runs the same rules on objects.
 //
+// On requests (issue 45): a request's blocks are handed out together and
+// pinned until it ends, so once the window's free blocks are spent its
+// remaining blocks take main's victims undueled (Caffeine would evict the
+// candidates, but they are the request's own, pinned), and the window
+// holds the whole request when it ends. That overflow is dueled on release,
+// once the pool is full, like any other; a loser (candidate, or main's
+// victim) is "rejected": Caffeine would have evicted it, here it stays
+// findable (a hit brings it back into the window as new content) and its
+// block is the first reused, before any new duel. Before, the overflow
+// went into probation undueled, so each one-off request larger than the
+// window flushed main: on issue 45's case (a 32-block system prompt every
+// 788 blocks, one-off 188-block prompts between, 513 blocks) the prompt got
+// 0 of 7,936 hits from its third occurrence on, on requests, and 7,936
+// block by block; now 7,936 both ways. Pinning still binds where a request
+// needs more blocks than the window and the rejected hold: main's victim
+// goes undueled, as Caffeine's evictFromMain does when it has no candidate
+// (test_policy_request_form.cpp works one such case by hand). The order of
+// duels and sketch additions within one request differs from block by
+// block; with exact counts the evictions are the same wherever pinning
+// never binds (the request-vs-block differential test).
+//
 // Layout, for speed (the sketch, 4 MB at 3M tokens, and the victims' lines
 // were most of its time): the three segments' free lists are threaded
 // through one node array that also holds each block's sketch key (one line
@@ -124,7 +145,10 @@ class CountMinSketch {
 
 class TinyLfuPolicy final : public CachedFirstPolicy {
  public:
-  enum Segment : uint8_t { kWindow = 0, kProbation = 1, kProtected = 2 };
+  // kRejected: lost an admission duel. Caffeine evicts such an entry at
+  // once; a paged cache keeps it findable until its block is reused (lazy
+  // eviction), and reuses these blocks first, in the order they lost.
+  enum Segment : uint8_t { kWindow = 0, kProbation = 1, kProtected = 2, kRejected = 3 };
   TinyLfuPolicy(int64_t sample, double window) : sample_(sample), window_(window) {}
   std::string name() const override { return "tinylfu"; }
   bool in_main(BlockId b) const { return seg_[b] != kWindow; }
@@ -139,14 +163,15 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
 
  protected:
   void init(int32_t num_blocks) override {
-    node_.assign(static_cast<size_t>(num_blocks) + 3, Node{});
+    node_.assign(static_cast<size_t>(num_blocks) + kSegments, Node{});
     sentinel_ = num_blocks;
-    for (int32_t s = 0; s < 3; ++s) {
+    for (int32_t s = 0; s < kSegments; ++s) {
       node_[sentinel_ + s].prev = node_[sentinel_ + s].next = sentinel_ + s;
       free_size_[s] = 0;
     }
     seg_.assign(static_cast<size_t>(num_blocks), kWindow);
-    count_[0] = count_[1] = count_[2] = 0;
+    count_[0] = count_[1] = count_[2] = count_[3] = 0;
+    filled_ = false;
     const int64_t cap = capacity();
     window_max_ = cap - static_cast<int64_t>((1.0 - window_) * static_cast<double>(cap));
     protected_max_ = static_cast<int64_t>(0.8 * static_cast<double>(cap - window_max_));
@@ -165,7 +190,11 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
   void on_access(BlockId b, bool was_free) override {
     if (was_free) unlink(b);
     count(node_[b].key);
-    if (seg_[b] == kProbation) {  // a second use in main: promote
+    if (seg_[b] == kRejected) {  // evicted in Caffeine's terms: back as new content
+      --count_[kRejected];
+      seg_[b] = kWindow;
+      if (++count_[kWindow] > window_max_) rebalance();
+    } else if (seg_[b] == kProbation) {  // a second use in main: promote
       --count_[kProbation];
       ++count_[kProtected];
       seg_[b] = kProtected;
@@ -178,18 +207,17 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
     if (count_[kProtected] > protected_max_ || count_[kWindow] > window_max_) rebalance();
   }
   BlockId evict() override {
+    filled_ = true;
     apply_counts();
     BlockId out;
-    if (count_[kWindow] + num_pending() > window_max_ && !empty(kWindow)) {
-      const BlockId candidate = front(kWindow);
-      const BlockId victim = main_victim();
-      if (victim != kNoBlock && sketch_.estimate_mixed(node_[candidate].key) > sketch_.estimate_mixed(node_[victim].key)) {
-        move(candidate, kProbation);  // admitted: main's victim goes instead
-        out = take(victim);
-      } else {
-        out = take(candidate);
-      }
+    if (!empty(kRejected)) {  // already lost its duel: no new decision
+      out = take(front(kRejected));
+    } else if (count_[kWindow] + num_pending() > window_max_ && !empty(kWindow)) {
+      duel(front(kWindow));
+      out = take(front(kRejected));
     } else {
+      // Pinning binds (the window's blocks are all in use, its candidates
+      // among them) or the window has room: main's victim, without a duel.
       const BlockId victim = main_victim();
       out = victim != kNoBlock ? take(victim) : take(front(kWindow));
     }
@@ -225,12 +253,38 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
     ++count_[s];
     push_back(s, b);
   }
-  // Caffeine's maintenance: protected's overflow is demoted to probation,
-  // the window's (only while the pool fills: afterwards evict() moves or
-  // evicts the window's LRU before the new block joins) to probation too.
+  // The admission duel (Caffeine's evictFromMain/admit): window candidate
+  // against main's victim; the one the sketch does not find strictly more
+  // frequent is rejected, the candidate, if admitted, joins probation.
+  void duel(BlockId candidate) {
+    apply_counts();
+    const BlockId victim = main_victim();
+    if (victim != kNoBlock && sketch_.estimate_mixed(node_[candidate].key) > sketch_.estimate_mixed(node_[victim].key)) {
+      move(candidate, kProbation);
+      move(victim, kRejected);
+    } else {
+      move(candidate, kRejected);
+    }
+  }
+  // Caffeine's maintenance: protected's overflow is demoted to probation;
+  // the window's overflow goes to probation while the pool fills
+  // (Caffeine's cache below its maximum) and duels once it is full. Block
+  // by block, evict() makes room in the window before each new block
+  // joins it, so the window overflows only while the pool fills. A request
+  // allocates all its blocks at once, and they are pinned: when the
+  // window's free blocks are spent, evict() must take main's victim, the
+  // window holds the whole request, and on release its overflow is dueled
+  // here. Moving that overflow into probation undueled (as before) let
+  // every one-off request of more blocks than the window flush main, a
+  // recurring prefix with it (issue 45).
   void rebalance() {
     while (count_[kProtected] > protected_max_ && !empty(kProtected)) move(front(kProtected), kProbation);
-    while (count_[kWindow] > window_max_ && !empty(kWindow)) move(front(kWindow), kProbation);
+    while (count_[kWindow] > window_max_ && !empty(kWindow)) {
+      if (filled_)
+        duel(front(kWindow));
+      else
+        move(front(kWindow), kProbation);
+    }
   }
   // The free blocks of each segment, by release time: doubly linked lists
   // threaded through node_ (segment s's sentinel is node_[sentinel_ + s]).
@@ -292,8 +346,10 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
   };
   std::vector<Node> node_;
   int32_t sentinel_ = 0;       // node_[sentinel_ + s]: segment s's list head
-  int32_t free_size_[3] = {};  // free blocks of each segment
-  int64_t count_[3] = {};      // cached blocks of each segment, in use or free
+  static constexpr int32_t kSegments = 4;
+  int32_t free_size_[kSegments] = {};  // free blocks of each segment
+  int64_t count_[kSegments] = {};      // cached blocks of each segment, in use or free
+  bool filled_ = false;                // evict() has run: the pool is full
   std::vector<uint8_t> seg_;   // Segment of each cached block
   // Mutable for apply_counts(): the sketch and the adds waiting for it.
   static constexpr uint32_t kDeferred = 16;  // adds in flight: enough to cover a miss
