@@ -2,7 +2,8 @@
 // Efficient Cache Admission Policy", ACM TOS 2017, section 4.3), laid out as
 // Caffeine lays it out (BoundedLocalCache: evictFromWindow, evictFromMain,
 // admit; FrequencySketch). Three segments of cached blocks:
-//   window     LRU, new content enters here (window=0.01 of the cache)
+//   window     LRU, new content enters here (0.01 of the cache at first;
+//              moved by the hill climber, or fixed by window=F)
 //   probation  main's LRU segment for content that left the window
 //   protected  main's LRU segment (0.8 of main) for content hit in probation;
 //              its overflow is demoted to probation's MRU end
@@ -17,7 +18,16 @@
 // and leaves without displacing main.
 //
 // Parameters, ours | Caffeine | paper (libCacheSim's WTinyLFU follows Caffeine):
-//   window       0.01 | 0.01 (adaptive "hill climber" from there) | 0.01
+//   window       adaptive from 0.01 (window=F: fixed at F; adaptive=1
+//                with window=F: adaptive from F) | adaptive from 0.01 |
+//                fixed 0.01
+//   climber      Caffeine's, as in BoundedLocalCache (climb,
+//                determineAdjustment, increaseWindow, decreaseWindow; the
+//                constants HILL_CLIMBER_RESTART_THRESHOLD 0.05,
+//                HILL_CLIMBER_STEP_PERCENT 0.0625, HILL_CLIMBER_STEP_DECAY_RATE
+//                0.98, QUEUE_TRANSFER_THRESHOLD 1000, first step -0.0625 x
+//                maximum): samples of sample x capacity accesses, the
+//                window kept >= 1 and protected >= 0 | the same | none
 //   protected    0.8 of main | 0.8 | 0.8 (SLRU, as Caffeine)
 //   sample       10 x cache size | 10 x maximum size | W = 10 x C
 //   sketch       4 rows, 4-bit counters, 4 x capacity counters a row |
@@ -28,7 +38,8 @@
 //                random 1/128 admission of candidates >= 6 against hash
 //                flooding (not done here: the simulator is deterministic)
 // The window size is capacity - floor((1 - window) x capacity), protected's
-// floor(0.8 x (capacity - window)), as Caffeine computes them.
+// floor(0.8 x (capacity - window)), as Caffeine computes them; the climber
+// moves blocks of protected's maximum to the window's and back.
 //
 // Adapted to a paged KV cache: only free (ref count 0) blocks can be
 // candidates or victims; the segments keep their free blocks in release
@@ -74,6 +85,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <vector>
 
 #include "policies/cached_first.h"
@@ -149,7 +161,9 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
   // once; a paged cache keeps it findable until its block is reused (lazy
   // eviction), and reuses these blocks first, in the order they lost.
   enum Segment : uint8_t { kWindow = 0, kProbation = 1, kProtected = 2, kRejected = 3 };
-  TinyLfuPolicy(int64_t sample, double window) : sample_(sample), window_(window) {}
+  // adaptive: the window starts at `window` and the hill climber moves it.
+  TinyLfuPolicy(int64_t sample, double window, bool adaptive = false)
+      : sample_(sample), window_(window), adaptive_(adaptive) {}
   std::string name() const override { return "tinylfu"; }
   bool in_main(BlockId b) const { return seg_[b] != kWindow; }
   Segment segment(BlockId b) const { return static_cast<Segment>(seg_[b]); }
@@ -160,6 +174,10 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
   int64_t window_max() const { return window_max_; }
   int64_t protected_max() const { return protected_max_; }
   int64_t sample() const { return sample_; }
+  bool adaptive() const { return adaptive_; }
+  // The climber's state: samples completed, the step it will take next.
+  int64_t climbs() const { return climbs_; }
+  double step() const { return step_; }
 
  protected:
   void init(int32_t num_blocks) override {
@@ -177,15 +195,22 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
     protected_max_ = static_cast<int64_t>(0.8 * static_cast<double>(cap - window_max_));
     sketch_.reset(cap, sample_);
     deferred_head_ = deferred_size_ = 0;
+    sample_size_ = sample_ * cap;  // Caffeine: FrequencySketch.sampleSize = 10 x maximum
+    hits_in_sample_ = misses_in_sample_ = adjustment_ = climbs_ = 0;
+    previous_hit_rate_ = 0;
+    step_ = -kStepPercent * static_cast<double>(cap);
+    climbing_ = false;
   }
   void on_insert(BlockId b, const CachedBlockInfo& info) override {
     seg_[b] = kWindow;
     ++count_[kWindow];
     node_[b].key = CountMinSketch::mix(info.hash);
     count(node_[b].key);
-    // Only the window grew, and it overflows only while the pool fills
-    // (afterwards evict() made room in it for this block).
+    // Only the window grew. Block by block it overflows only while the pool
+    // fills (afterwards evict() made room in it for this block); a request
+    // that allocated more blocks than the window had free overflows it.
     if (count_[kWindow] > window_max_) rebalance();
+    if (adaptive_) climb(false);
   }
   void on_access(BlockId b, bool was_free) override {
     if (was_free) unlink(b);
@@ -200,6 +225,7 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
       seg_[b] = kProtected;
       rebalance();
     }
+    if (adaptive_) climb(true);
   }
   void on_release(BlockId b) override {
     push_back(seg_[b], b);
@@ -237,6 +263,76 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
   size_t policy_bytes() const override { return node_.capacity() * sizeof(Node) + seg_.capacity() + sketch_.bytes(); }
 
  private:
+  // Caffeine's hill climber (BoundedLocalCache.climb: determineAdjustment,
+  // increaseWindow, decreaseWindow), run after every block access as
+  // Caffeine runs it after each maintenance. A hit or a miss is counted in
+  // the sample; while the cache holds under half its capacity (Caffeine's
+  // sketch not yet initialized) the sample restarts at every access. After
+  // sample x capacity accesses: if the sample's hit rate is not below the
+  // previous one, the window moves by the step in the same direction, else
+  // in the other; the next step is 0.0625 x capacity (direction kept) when
+  // the hit rate changed by 0.05 or more, else 0.98 x this one. The window
+  // grows by taking from protected's maximum (free blocks move from main's
+  // LRU end into the window, probation's first) and shrinks to 1 at least
+  // (free blocks move from the window's LRU end to probation); what blocks
+  // in use keep from moving is carried to the next access.
+  void climb(bool hit) {
+    ++(hit ? hits_in_sample_ : misses_in_sample_);
+    if (!climbing_) {
+      if (count_[kWindow] + count_[kProbation] + count_[kProtected] < capacity() / 2) {
+        hits_in_sample_ = misses_in_sample_ = 0;
+        previous_hit_rate_ = 0;
+        return;
+      }
+      climbing_ = true;
+    }
+    if (hits_in_sample_ + misses_in_sample_ >= sample_size_) {
+      const double rate = static_cast<double>(hits_in_sample_) / static_cast<double>(hits_in_sample_ + misses_in_sample_);
+      const double change = rate - previous_hit_rate_;
+      const double amount = change >= 0 ? step_ : -step_;
+      step_ = std::abs(change) >= kRestartThreshold
+                  ? kStepPercent * static_cast<double>(capacity()) * (amount >= 0 ? 1 : -1)
+                  : kStepDecayRate * amount;
+      previous_hit_rate_ = rate;
+      adjustment_ = static_cast<int64_t>(amount);
+      hits_in_sample_ = misses_in_sample_ = 0;
+      ++climbs_;
+    }
+    if (adjustment_ > 0)
+      grow_window();
+    else if (adjustment_ < 0)
+      shrink_window();
+  }
+  void grow_window() {
+    if (protected_max_ == 0) return;
+    int64_t quota = std::min(adjustment_, protected_max_);
+    protected_max_ -= quota;
+    window_max_ += quota;
+    while (count_[kProtected] > protected_max_ && !empty(kProtected)) move(front(kProtected), kProbation);
+    for (int i = 0; i < kTransfers && quota > 0; ++i) {
+      const BlockId b = !empty(kProbation) ? front(kProbation) : front(kProtected);
+      if (b == kNoBlock) break;
+      move(b, kWindow);
+      --quota;
+    }
+    protected_max_ += quota;
+    window_max_ -= quota;
+    adjustment_ = quota;
+  }
+  void shrink_window() {
+    if (window_max_ <= 1) return;
+    int64_t quota = std::min(-adjustment_, window_max_ - 1);
+    protected_max_ += quota;
+    window_max_ -= quota;
+    for (int i = 0; i < kTransfers && quota > 0 && !empty(kWindow); ++i) {
+      move(front(kWindow), kProbation);
+      --quota;
+    }
+    protected_max_ -= quota;
+    window_max_ += quota;
+    adjustment_ = -quota;
+  }
+
   // Main's eviction order: probation's LRU, then protected's.
   BlockId main_victim() const { return !empty(kProbation) ? front(kProbation) : front(kProtected); }
   // Removes free block b from its segment; it is evicted.
@@ -333,6 +429,18 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
 
   int64_t sample_;
   double window_;
+  bool adaptive_;
+  // The hill climber (Caffeine's constants: HILL_CLIMBER_RESTART_THRESHOLD,
+  // HILL_CLIMBER_STEP_PERCENT, HILL_CLIMBER_STEP_DECAY_RATE,
+  // QUEUE_TRANSFER_THRESHOLD).
+  static constexpr double kRestartThreshold = 0.05, kStepPercent = 0.0625, kStepDecayRate = 0.98;
+  static constexpr int kTransfers = 1000;
+  int64_t sample_size_ = 0;
+  int64_t hits_in_sample_ = 0, misses_in_sample_ = 0;
+  double previous_hit_rate_ = 0, step_ = 0;
+  int64_t adjustment_ = 0;  // window blocks still to move (+ grow, - shrink)
+  int64_t climbs_ = 0;
+  bool climbing_ = false;  // the cache has held half its capacity
   int64_t window_max_ = 0;
   int64_t protected_max_ = 0;
   // Per block, side by side, so that a duel's read of a block's sketch key
