@@ -132,6 +132,25 @@ class CountMinSketch {
     for (uint32_t r = 0; r < kRows; ++r) m = std::min<uint32_t>(m, blk.c[slot(x, r)]);
     return m;
   }
+  // estimate_mixed(x) as it will be once the n adds pending(0..n-1) are
+  // made, without making them; only while they cannot halve the counters
+  // (!halves_within(n)), as then their order does not matter.
+  template <class Pending>
+  uint32_t estimate_after(uint64_t x, uint32_t n, const Pending& pending) const {
+    const size_t bx = block_of(x);
+    const Block& blk = blocks_[bx];
+    uint32_t c[kRows];
+    for (uint32_t r = 0; r < kRows; ++r) c[r] = blk.c[slot(x, r)];
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t y = pending(i);
+      if (block_of(y) != bx) continue;
+      for (uint32_t r = 0; r < kRows; ++r) c[r] += slot(y, r) == slot(x, r) ? 1 : 0;
+    }
+    uint32_t m = 15;
+    for (uint32_t r = 0; r < kRows; ++r) m = std::min(m, c[r]);
+    return m;
+  }
+  bool halves_within(uint32_t n) const { return added_ + n >= window_; }
   // Hints the CPU to fetch the line holding x's four counters.
   void prefetch(uint64_t x) const { __builtin_prefetch(&blocks_[block_of(x)], 1); }
   size_t bytes() const { return blocks_.capacity() * sizeof(Block); }
@@ -234,7 +253,6 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
   }
   BlockId evict() override {
     filled_ = true;
-    apply_counts();
     BlockId out;
     if (!empty(kRejected)) {  // already lost its duel: no new decision
       out = take(front(kRejected));
@@ -353,9 +371,8 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
   // against main's victim; the one the sketch does not find strictly more
   // frequent is rejected, the candidate, if admitted, joins probation.
   void duel(BlockId candidate) {
-    apply_counts();
     const BlockId victim = main_victim();
-    if (victim != kNoBlock && sketch_.estimate_mixed(node_[candidate].key) > sketch_.estimate_mixed(node_[victim].key)) {
+    if (victim != kNoBlock && estimate_key(node_[candidate].key) > estimate_key(node_[victim].key)) {
       move(candidate, kProbation);
       move(victim, kRejected);
     } else {
@@ -417,6 +434,15 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
     } else {
       deferred_[(deferred_head_ + deferred_size_++) % kDeferred] = x;
     }
+  }
+  // The estimate of sketch key x once the waiting adds are made. They are
+  // counted, not made (a duel on release or insert comes right after the
+  // adds of the blocks just cached, whose lines are still on their way),
+  // unless one of them would halve the counters.
+  uint32_t estimate_key(uint64_t x) const {
+    if (sketch_.halves_within(deferred_size_)) apply_counts();
+    return sketch_.estimate_after(x, deferred_size_,
+                                  [this](uint32_t i) { return deferred_[(deferred_head_ + i) % kDeferred]; });
   }
   // Applies the waiting adds, oldest first. Const: it changes when the
   // counts are written, not what an estimate returns.
