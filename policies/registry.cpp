@@ -49,10 +49,11 @@ const std::vector<PolicyInfo>& policy_registry() {
       {"sieve", {}, "SIEVE: FIFO queue, visited bit, a hand that keeps survivors in place",
        [](PolicyParams&, const PolicyContext&) { return std::make_unique<SievePolicy>(); }},
       {"tinylfu", {"w-tinylfu"}, "W-TinyLFU: LRU window, then a Count-Min-sketch admission duel into an SLRU main (probation, protected 0.8); "
-       "window=0.01,sample=10",
+       "the window adapts by Caffeine's hill climber from 0.01 unless window=F fixes it; sample=10 (adaptive=1 climbs from window=F)",
        [](PolicyParams& p, const PolicyContext&) {
          const auto sample = static_cast<int64_t>(p.get_double_in("sample", 10, 1, 1e6));
-         return std::make_unique<TinyLfuPolicy>(sample, p.get_double_in("window", 0.01, 0.0, 1.0));
+         const bool adaptive = p.get_bool("adaptive", p.values().count("window") == 0);
+         return std::make_unique<TinyLfuPolicy>(sample, p.get_double_in("window", 0.01, 0.0, 1.0), adaptive);
        }},
       {"leaf-first", {"sglang"}, "SGLang radix-tree eviction: only blocks without cached descendants, LRU among them",
        [](PolicyParams&, const PolicyContext&) { return std::make_unique<LeafFirstPolicy>(); }},

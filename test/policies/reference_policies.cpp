@@ -1,6 +1,7 @@
 #include "test/policies/reference_policies.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <list>
@@ -406,38 +407,121 @@ class RefS3Fifo final : public ReferenceCache {
 // Order of counting: a hit is counted before it moves; a miss is counted
 // after the eviction it causes, as the pool learns the new block's hash only
 // once it is cached.
-class RefTinyLfu final : public ReferenceCache {
+class RefTinyLfu final : public ClimbingReference {
  public:
   RefTinyLfu(size_t c, size_t w, size_t p, std::unique_ptr<FrequencyOracle> f)
       : cap_(c), wmax_(w), pmax_(p), freq_(std::move(f)) {}
+  // With the hill climber.
+  RefTinyLfu(size_t c, size_t w, size_t p, int64_t maximum, int64_t sample_size, std::unique_ptr<FrequencyOracle> f)
+      : RefTinyLfu(c, w, p, std::move(f)) {
+    climbs_ = true;
+    maximum_ = maximum;
+    sample_size_ = sample_size;
+    step_ = -0.0625 * static_cast<double>(maximum);
+  }
+  size_t window_max() const override { return wmax_; }
+  size_t protected_max() const override { return pmax_; }
+  // The accessed object is "held" (counted in its segment, in no list)
+  // until the access ends, then joins its segment's MRU end: a paged cache
+  // holds the block in use and links it when it is released, so what the
+  // climber moves meanwhile goes before it, and the climber cannot move it.
   bool access(uint64_t x) override {
+    const bool hit = access_lists(x);
+    if (climbs_) climb(hit);
+    held_->push_back(x);
+    held_ = nullptr;
+    while (window_.size() > wmax_) {  // a window of 0 (nothing else to move)
+      probation_.push_back(window_.front());
+      window_.pop_front();
+    }
+    return hit;
+  }
+
+ private:
+  size_t held_in(const std::list<uint64_t>& l) const { return held_ == &l ? 1 : 0; }
+  // Caffeine's climb(), line for line (the 1,000-move limit never binds here).
+  void climb(bool hit) {
+    ++(hit ? hits_ : misses_);
+    if (!initialized_) {
+      if (static_cast<int64_t>(size()) < maximum_ / 2) {
+        hits_ = misses_ = 0;
+        previous_ = 0;
+        return;
+      }
+      initialized_ = true;
+    }
+    if (hits_ + misses_ >= sample_size_) {
+      const double rate = static_cast<double>(hits_) / static_cast<double>(hits_ + misses_);
+      const double change = rate - previous_;
+      const double amount = change >= 0 ? step_ : -step_;
+      step_ = std::abs(change) >= 0.05 ? 0.0625 * static_cast<double>(maximum_) * (amount >= 0 ? 1 : -1) : 0.98 * amount;
+      previous_ = rate;
+      adjustment_ = static_cast<int64_t>(amount);
+      hits_ = misses_ = 0;
+    }
+    if (adjustment_ > 0 && pmax_ > 0) {  // increaseWindow
+      auto quota = std::min<int64_t>(adjustment_, static_cast<int64_t>(pmax_));
+      pmax_ -= static_cast<size_t>(quota);
+      wmax_ += static_cast<size_t>(quota);
+      while (protected_.size() + held_in(protected_) > pmax_ && !protected_.empty()) {
+        probation_.push_back(protected_.front());
+        protected_.pop_front();
+      }
+      for (; quota > 0; --quota) {
+        std::list<uint64_t>& from = !probation_.empty() ? probation_ : protected_;
+        if (from.empty()) break;
+        window_.push_back(from.front());
+        from.pop_front();
+      }
+      pmax_ += static_cast<size_t>(quota);
+      wmax_ -= static_cast<size_t>(quota);
+      adjustment_ = quota;
+    } else if (adjustment_ < 0 && wmax_ > 1) {  // decreaseWindow
+      auto quota = std::min<int64_t>(-adjustment_, static_cast<int64_t>(wmax_) - 1);
+      pmax_ += static_cast<size_t>(quota);
+      wmax_ -= static_cast<size_t>(quota);
+      for (; quota > 0 && !window_.empty(); --quota) {
+        probation_.push_back(window_.front());
+        window_.pop_front();
+      }
+      pmax_ -= static_cast<size_t>(quota);
+      wmax_ += static_cast<size_t>(quota);
+      adjustment_ = -quota;
+    }
+  }
+  // Sets held_ to x's segment; x is in no list on return.
+  bool access_lists(uint64_t x) {
     if (cached(x)) {
       freq_->add(x);
       if (erase_from(window_, x)) {
-        window_.push_back(x);
+        held_ = &window_;
       } else if (erase_from(probation_, x)) {
-        protected_.push_back(x);
-        while (protected_.size() > pmax_) {
+        held_ = &protected_;
+        while (protected_.size() + 1 > pmax_ && !protected_.empty()) {
           probation_.push_back(protected_.front());
           protected_.pop_front();
         }
       } else {
         erase_from(protected_, x);
-        protected_.push_back(x);
+        held_ = &protected_;
       }
       return true;
     }
     if (size() == cap_) evict();
     freq_->add(x);
-    window_.push_back(x);
-    while (window_.size() > wmax_) {
+    held_ = &window_;
+    while (window_.size() + 1 > wmax_ && !window_.empty()) {
       probation_.push_back(window_.front());
       window_.pop_front();
     }
     return false;
   }
+
+ public:
   bool cached(uint64_t x) const override { return has(window_, x) || has(probation_, x) || has(protected_, x); }
-  size_t size() const override { return window_.size() + probation_.size() + protected_.size(); }
+  size_t size() const override {
+    return window_.size() + probation_.size() + protected_.size() + (held_ != nullptr ? 1 : 0);
+  }
 
  private:
   void evict() {
@@ -457,6 +541,10 @@ class RefTinyLfu final : public ReferenceCache {
   size_t cap_, wmax_, pmax_;
   std::unique_ptr<FrequencyOracle> freq_;
   std::list<uint64_t> window_, probation_, protected_;  // front = LRU
+  std::list<uint64_t>* held_ = nullptr;  // the accessed object's segment, during an access
+  bool climbs_ = false, initialized_ = false;
+  int64_t maximum_ = 0, sample_size_ = 0, hits_ = 0, misses_ = 0, adjustment_ = 0;
+  double previous_ = 0, step_ = 0;
 };
 
 class ExactAgedCounts final : public FrequencyOracle {
@@ -520,6 +608,11 @@ std::unique_ptr<ReferenceCache> reference_lfu(size_t capacity) { return std::mak
 std::unique_ptr<ReferenceCache> reference_tinylfu(size_t capacity, size_t window_max, size_t protected_max,
                                                   std::unique_ptr<FrequencyOracle> oracle) {
   return std::make_unique<RefTinyLfu>(capacity, window_max, protected_max, std::move(oracle));
+}
+std::unique_ptr<ClimbingReference> reference_tinylfu_climbing(size_t capacity, size_t window_max, size_t protected_max,
+                                                              int64_t maximum, int64_t sample_size,
+                                                              std::unique_ptr<FrequencyOracle> oracle) {
+  return std::make_unique<RefTinyLfu>(capacity, window_max, protected_max, maximum, sample_size, std::move(oracle));
 }
 
 }  // namespace prefixsim::test

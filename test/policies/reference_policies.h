@@ -73,5 +73,19 @@ std::unique_ptr<ReferenceCache> reference_s3fifo(size_t capacity, double small, 
 // oracle's estimate when the window overflows on a miss with a full cache.
 std::unique_ptr<ReferenceCache> reference_tinylfu(size_t capacity, size_t window_max, size_t protected_max,
                                                   std::unique_ptr<FrequencyOracle> oracle);
+// The same with Caffeine's hill climber (BoundedLocalCache.climb), run
+// after every access: samples of sample_size accesses once the cache has
+// held maximum / 2 objects, step 0.0625 x maximum (first towards a smaller
+// window), restarted at a hit-rate change of 0.05, else decayed by 0.98;
+// the window grows from protected's maximum and shrinks to 1 at least.
+// `maximum` is Caffeine's maximum size (here the pool's capacity).
+class ClimbingReference : public ReferenceCache {
+ public:
+  virtual size_t window_max() const = 0;
+  virtual size_t protected_max() const = 0;
+};
+std::unique_ptr<ClimbingReference> reference_tinylfu_climbing(size_t capacity, size_t window_max, size_t protected_max,
+                                                              int64_t maximum, int64_t sample_size,
+                                                              std::unique_ptr<FrequencyOracle> oracle);
 
 }  // namespace prefixsim::test

@@ -125,7 +125,7 @@ TEST_CASE("tinylfu equals the textbook W-TinyLFU (window, probation, protected) 
   // real policy's window and protected sizes.
   for (const Stream& s : streams())
     for (int32_t size : kSizes)
-      for (const char* spec : {"tinylfu", "tinylfu:window=0.2", "tinylfu:window=0.5,sample=3"}) {
+      for (const char* spec : {"tinylfu:window=0.01", "tinylfu:window=0.2", "tinylfu:window=0.5,sample=3"}) {
         INFO(s.name);
         require_same(spec, size, s.xs, [size](const ObjectCache& real) {
           const auto& p = real.policy<TinyLfuPolicy>();
@@ -147,7 +147,7 @@ TEST_CASE("tinylfu with its sketch stays within 1 point of W-TinyLFU with exact 
   // never shrank after the fill, was LRU of C - 1 and failed this.
   const std::vector<uint64_t> xs = zipf_stream(7, 5000, 0.9, 60000);
   for (int32_t size : {50, 250}) {
-    ObjectCache real("tinylfu", size);
+    ObjectCache real("tinylfu:window=0.01", size);
     auto lru = test::reference_lru(static_cast<size_t>(size));
     const auto& p = real.policy<TinyLfuPolicy>();
     auto exact = test::reference_tinylfu(static_cast<size_t>(size), static_cast<size_t>(p.window_max()),
@@ -164,6 +164,44 @@ TEST_CASE("tinylfu with its sketch stays within 1 point of W-TinyLFU with exact 
     REQUIRE(std::abs(hr - he) / n < 0.01);
     REQUIRE((hr - hl) / n > 0.02);
   }
+}
+
+TEST_CASE("adaptive tinylfu equals W-TinyLFU with Caffeine's hill climber: hits, cached set and window size after every access",
+          "[policies][differential][tinylfu]") {
+  // The plain climber (reference_policies.cpp) beside the real one, with
+  // the same sketch; both take Caffeine's maximum to be the pool's
+  // capacity (objects + 1 for the scratch block), as the window's first
+  // size does. Sizes from 40 up: below 16 blocks the step, 0.0625 x
+  // capacity, truncates to 0 and the window never moves.
+  int moved = 0;
+  for (const Stream& s : streams())
+    for (int32_t size : {40, 100, 250})
+      for (const char* spec : {"tinylfu", "tinylfu:adaptive=1,window=0.2", "tinylfu:sample=3"}) {
+        INFO(s.name << " size " << size << " " << spec);
+        ObjectCache real(spec, size);
+        const auto& p = real.policy<TinyLfuPolicy>();
+        REQUIRE(p.adaptive());
+        const int64_t pool_capacity = size + 1;
+        auto ref = test::reference_tinylfu_climbing(
+            static_cast<size_t>(size), static_cast<size_t>(p.window_max()), static_cast<size_t>(p.protected_max()),
+            pool_capacity, p.sample() * pool_capacity, test::count_min_oracle(pool_capacity, p.sample()));
+        const int64_t first = p.window_max();
+        for (size_t i = 0; i < s.xs.size(); ++i) {
+          const bool a = real.access(s.xs[i]);
+          if (a != ref->access(s.xs[i])) FAIL("access " << i << ": hit " << a);
+          if (static_cast<size_t>(p.window_max()) != ref->window_max() ||
+              static_cast<size_t>(p.protected_max()) != ref->protected_max())
+            FAIL("after access " << i << ": window " << p.window_max() << ", reference " << ref->window_max()
+                                 << "; protected " << p.protected_max() << ", reference " << ref->protected_max());
+          if (i % 7 == 0)
+            for (uint64_t x : s.xs)
+              if (real.cached(x) != ref->cached(x)) FAIL("after access " << i << ": object " << x << " cached differently");
+        }
+        moved += p.window_max() != first ? 1 : 0;
+      }
+  // Not vacuous: the window moved in most runs.
+  INFO(moved << " of 54 runs ended with another window");
+  REQUIRE(moved >= 20);
 }
 
 TEST_CASE("lru (vLLM's free queue) equals its closed form: cached iff accesses + distinct objects since <= C",

@@ -275,7 +275,7 @@ TEST_CASE("tinylfu worked example: the admission duel keeps a frequent victim an
   // when the window is full and new content needs a block: the window's LRU
   // (candidate) against probation's LRU (victim), the candidate admitted
   // only if strictly more frequent.
-  ObjectCache c("tinylfu", 9);
+  ObjectCache c("tinylfu:window=0.01", 9);
   Narrator real(c);
   const auto& t = c.policy<TinyLfuPolicy>();
   auto est = [&](uint64_t x) { return t.estimate(ObjectCache::hash(x)); };
@@ -311,6 +311,50 @@ TEST_CASE("tinylfu worked example: the admission duel keeps a frequent victim an
   REQUIRE(est(3) == 1);
   REQUIRE(real(12) == "miss, evicts 11");
   REQUIRE(c.cached(3));
+}
+
+TEST_CASE("tinylfu worked example: the hill climber grows the window after the hit rate falls, then keeps growing it",
+          "[policies][tinylfu][worked]") {
+  // c = 31 objects, pool capacity 32 (Caffeine's maximum): window 32 -
+  // floor(0.99 x 32) = 1, protected floor(0.8 x 31) = 24; a sample is 10 x
+  // 32 = 320 accesses; the step starts at -0.0625 x 32 = -2 (towards a
+  // smaller window). The sample starts once 16 objects are cached.
+  ObjectCache c("tinylfu", 31);
+  const auto& t = c.policy<TinyLfuPolicy>();
+  REQUIRE(t.adaptive());
+  REQUIRE(t.window_max() == 1);
+  REQUIRE(t.protected_max() == 24);
+  for (uint64_t x = 1; x <= 16; ++x) REQUIRE_FALSE(c.access(x));  // the 16th miss opens the sample
+  // 319 hits on 1..8: sample 1 = 319 / 320 = 0.997, up 0.997 from 0: the
+  // adjustment is the step, -2, but the window is 1 already (shrinking
+  // stops at 1); the change is >= 0.05, so the next step is 0.0625 x 32 in
+  // the same direction: -2.
+  for (int i = 0; i < 319; ++i) REQUIRE(c.access(1 + static_cast<uint64_t>(i % 8)));
+  REQUIRE(t.climbs() == 1);
+  REQUIRE(t.window_max() == 1);
+  REQUIRE(t.step() == -2.0);
+  // 320 one-offs: sample 2's hit rate is 0, down 0.997: the climber turns,
+  // the adjustment is +2: the window takes 2 from protected's maximum (and
+  // probation's 2 LRU blocks); the change is >= 0.05, the next step +2.
+  uint64_t next = 1000;
+  for (int i = 0; i < 320; ++i) REQUIRE_FALSE(c.access(next++));
+  REQUIRE(t.climbs() == 2);
+  REQUIRE(t.window_max() == 3);
+  REQUIRE(t.protected_max() == 22);
+  REQUIRE(t.step() == 2.0);
+  // Sample 3: 0 again, a change of 0 (>= 0: the same direction): +2, and
+  // the step decays to 0.98 x 2 = 1.96.
+  for (int i = 0; i < 320; ++i) REQUIRE_FALSE(c.access(next++));
+  REQUIRE(t.window_max() == 5);
+  REQUIRE(t.step() == Approx(1.96));
+  // Sample 4: +1 (1.96 truncated), the step 0.98 x 1.96.
+  for (int i = 0; i < 320; ++i) REQUIRE_FALSE(c.access(next++));
+  REQUIRE(t.window_max() == 6);
+  REQUIRE(t.protected_max() == 19);
+  REQUIRE(t.step() == Approx(1.9208));
+  // The window is an LRU of 6 now: six objects cycled are all hits.
+  for (uint64_t x = 1; x <= 6; ++x) REQUIRE_FALSE(c.access(5000 + x));
+  for (int i = 0; i < 12; ++i) REQUIRE(c.access(5001 + static_cast<uint64_t>(i % 6)));
 }
 
 TEST_CASE("lfu-da worked example: the cache age L rises to each evicted priority, and old counts age out",
