@@ -8,10 +8,11 @@
 // prometheus_client writes them (Python float repr, "+Inf").
 //
 // A replay is one "scrape" at the end of the run: counters and histograms hold
-// run totals. Gauges would all read zero at the end (every request finished),
-// so they carry the time average over the run instead, which is what
-// avg_over_time(...) over the same window reads in Grafana; the HELP text says
-// so.
+// run totals, and vLLM's gauges hold what they mean, the state at that
+// instant (the last series interval's end: usually an idle engine, every
+// request finished). The run's time averages, what avg_over_time(...) over
+// the same window reads in Grafana, are gauges of their own, named
+// prefixsim:*_avg, so a dashboard never reads an average as an instant.
 #include <cmath>
 
 #include "reports/outputs.h"
@@ -131,6 +132,14 @@ std::string render_fleet_metrics_prom(const RunReport& r, PromWriter& w) {
   const TimedResults& t = *r.timed;
   const size_t n = r.replicas.size();
   std::vector<double> queries(n), hits(n), prompt(n), preempt(n), usage(n), running(n), waiting(n);
+  std::vector<double> usage_end(n), running_end(n), waiting_end(n);
+  if (!r.series.empty())
+    for (size_t i = 0; i < n && i < r.series.back().replicas.size(); ++i) {
+      const ReplicaSample& e = r.series.back().replicas[i];
+      usage_end[i] = e.kv_usage;
+      running_end[i] = static_cast<double>(e.running);
+      waiting_end[i] = static_cast<double>(e.waiting);
+    }
   for (size_t i = 0; i < n; ++i) {
     const ReplicaReport& x = r.replicas[i];
     queries[i] = static_cast<double>(x.lookup_queries);
@@ -156,12 +165,18 @@ std::string render_fleet_metrics_prom(const RunReport& r, PromWriter& w) {
   w.per_replica("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", prompt);
   w.per_replica("vllm:num_preemptions_total", "counter", "Cumulative number of preemptions from the engine.",
                 preempt);
-  w.per_replica("vllm:kv_cache_usage_perc", "gauge",
-                "KV-cache usage. 1 means 100 percent usage (time average over the replica's busy time).", usage);
+  w.per_replica("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage (at the end of the run).",
+                usage_end);
   w.per_replica("vllm:num_requests_running", "gauge",
-                "Number of requests in model execution batches (time average over the run).", running);
-  w.per_replica("vllm:num_requests_waiting", "gauge",
-                "Number of requests waiting to be processed (time average over the run).", waiting);
+                "Number of requests in model execution batches (at the end of the run).", running_end);
+  w.per_replica("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed (at the end of the run).",
+                waiting_end);
+  w.per_replica("prefixsim:kv_cache_usage_perc_avg", "gauge",
+                "KV-cache usage, time average over the replica's busy time.", usage);
+  w.per_replica("prefixsim:num_requests_running_avg", "gauge",
+                "Running requests, average over the run's series intervals.", running);
+  w.per_replica("prefixsim:num_requests_waiting_avg", "gauge",
+                "Waiting requests, average over the run's series intervals.", waiting);
   w.counter("vllm:generation_tokens", "Number of generation tokens processed (the whole fleet).",
             static_cast<double>(r.trace.output_tokens));
   w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds (the whole fleet).",
@@ -208,11 +223,18 @@ std::string render_metrics_prom(const RunReport& r) {
     running /= static_cast<double>(r.series.size());
     waiting /= static_cast<double>(r.series.size());
   }
-  w.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage (time average over the run).",
+  const SeriesRow end = r.series.empty() ? SeriesRow{} : r.series.back();
+  w.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage (at the end of the run).",
+          end.kv_usage);
+  w.gauge("vllm:num_requests_running", "Number of requests in model execution batches (at the end of the run).",
+          static_cast<double>(end.running));
+  w.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed (at the end of the run).",
+          static_cast<double>(end.waiting));
+  w.gauge("prefixsim:kv_cache_usage_perc_avg", "KV-cache usage, time average over the engine's busy time.",
           t.engine.kv_usage_mean);
-  w.gauge("vllm:num_requests_running", "Number of requests in model execution batches (time average over the run).",
+  w.gauge("prefixsim:num_requests_running_avg", "Running requests, average over the run's series intervals.",
           running);
-  w.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed (time average over the run).",
+  w.gauge("prefixsim:num_requests_waiting_avg", "Waiting requests, average over the run's series intervals.",
           waiting);
   w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", t.ttft_s);
   w.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", t.e2e_s);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -20,24 +21,6 @@
 
 namespace prefixsim::cli {
 namespace {
-
-template <typename T>
-std::vector<T> number_list(const std::string& flag, const std::string& list, bool zero_ok) {
-  std::vector<T> out;
-  std::stringstream in(list);
-  std::string item;
-  if (list.empty() || list.back() == ',') throw InputError("--" + flag + ": empty entry in '" + list + "'");
-  while (std::getline(in, item, ',')) {
-    std::istringstream v(item);
-    T x{};
-    if (item.empty() || !(v >> x) || !v.eof() || x < 0 || (!zero_ok && x == 0))
-      throw InputError("--" + flag + ": '" + item + "' is not a " + (zero_ok ? "non-negative" : "positive") + " number");
-    if (std::find(out.begin(), out.end(), x) != out.end())
-      throw InputError("--" + flag + ": '" + item + "' given twice");
-    out.push_back(x);
-  }
-  return out;
-}
 
 po::options_description plan_flags() {
   po::options_description opts("options");
@@ -77,20 +60,17 @@ const char* const kDescription =
 
 // The search's flags: TPs, fleet size, routers, prices and dimensions.
 void search_options(const po::variables_map& vm, PlanOptions& o) {
-  o.tps = number_list<int>("tp", vm["tp"].as<std::string>(), false);
-  o.tps_given = !vm["tp"].defaulted();
-  for (int tp : o.tps)
+  o.tps.clear();
+  for (int64_t tp : parse_positive_int_list("--tp", vm["tp"].as<std::string>())) {
     if (tp > 64) throw InputError("--tp: " + std::to_string(tp) + " is more than 64");
+    o.tps.push_back(static_cast<int>(tp));
+  }
+  o.tps_given = !vm["tp"].defaulted();
   o.max_replicas = vm["max-replicas"].as<int64_t>();
   if (o.max_replicas < 1 || o.max_replicas > 4096) throw InputError("--max-replicas: must be in [1, 4096]");
   if (vm.count("routers")) {
-    std::stringstream in(vm["routers"].as<std::string>());
-    std::string r;
-    while (std::getline(in, r, ',')) {
-      if (r.empty()) throw InputError("--routers: an empty entry");
-      make_router(r, RouterContext{});
-      o.routers.push_back(r);
-    }
+    o.routers = parse_spec_list("--routers", vm["routers"].as<std::string>());
+    for (const std::string& r : o.routers) make_router(r, RouterContext{});
   }
   make_router(o.base.router, RouterContext{});
   o.threads = resolve_threads(vm);
@@ -100,8 +80,11 @@ void search_options(const po::variables_map& vm, PlanOptions& o) {
   }
   // Extra dimensions: their values (default: 0 only) and prices.
   for (const PlanDimension* d : plan_dimensions()) {
-    o.extra_values.push_back(vm.count(d->flag) ? number_list<double>(d->flag, vm[d->flag].as<std::string>(), true)
+    const std::string flag = std::string("--") + d->flag;
+    o.extra_values.push_back(vm.count(d->flag) ? parse_gib_list(flag, vm[d->flag].as<std::string>())
                                                : std::vector<double>{0});
+    for (double v : o.extra_values.back())  // a priced dimension needs a finite size
+      if (!std::isfinite(v)) throw InputError(flag + ": 'inf' has no price; give sizes in " + d->unit);
     o.extra_costs.push_back(vm.count(d->cost_flag) ? vm[d->cost_flag].as<double>() : 0);
     if (!(o.extra_costs.back() >= 0)) throw InputError(std::string("--") + d->cost_flag + ": must be >= 0");
   }

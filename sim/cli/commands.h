@@ -15,6 +15,9 @@ struct Command {
   const char* name;
   const char* summary;
   int (*run)(const Args& args);
+  // A tool for checking prefixsim against vLLM or timing it, listed apart
+  // from what a user runs.
+  bool for_developers = false;
 };
 
 // The one table of subcommands (main.cpp).

@@ -21,19 +21,19 @@ namespace prefixsim::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"replay", "replay a trace (or the built-in workload) through a simulated vLLM server; report hit rate and TTFT", cmd_replay},
-      {"generate", "generate a synthetic workload (preset or YAML) as a native JSONL trace", cmd_generate},
-      {"analyze", "measure a trace's prefix reuse: ideal hit rate, hottest prefixes, KV budget for target hit rates", cmd_analyze},
       {"compare", "replay one trace under several eviction policies and pool sizes; gap to the offline optimum", cmd_compare},
-      {"ops", "run a block-manager operation script; one JSON line per op (vLLM golden format)", cmd_ops},
-      {"check", "compare a report.json with a baseline; exit 1 on a regression (the CI gate)", cmd_check},
-      {"sched", "run a scheduler step script; one JSON line per step (vLLM v1 scheduler golden format)", cmd_sched},
-      {"bench", "run the benchmarks and print medians (speed and memory are measured here)", cmd_bench},
-      {"catalog", "list the built-in models and GPUs with KV bytes and default pool sizes; check a profile", cmd_catalog},
+      {"analyze", "measure a trace's prefix reuse: ideal hit rate, hottest prefixes, KV budget for target hit rates", cmd_analyze},
+      {"generate", "generate a synthetic workload (preset or YAML) as a native JSONL trace", cmd_generate},
       {"sweep", "run every point of a grid of scenarios (any key an axis) on threads or MPI ranks; tables and charts", cmd_sweep},
       {"plan", "find the cheapest fleet (replicas x TP) of a model on a GPU that meets an SLO on a trace", cmd_plan},
       {"validate", "replay observed runs of real vLLM servers at their settings; error of TTFT, E2E, TPOT", cmd_validate},
       {"calibrate", "fit the step model to observed runs of real vLLM servers (--profile takes the result)", cmd_calibrate},
+      {"catalog", "list the built-in models and GPUs with KV bytes and default pool sizes; check a profile", cmd_catalog},
+      {"check", "compare a report.json with a baseline; exit 1 on a regression (the CI gate)", cmd_check},
       {"gpu", "fit a cost-model profile to step times measured by prefixsim-gpu-bench (gpu calibrate)", cmd_gpu},
+      {"ops", "run a block-manager operation script; one JSON line per op (vLLM golden format)", cmd_ops, true},
+      {"sched", "run a scheduler step script; one JSON line per step (vLLM v1 scheduler golden format)", cmd_sched, true},
+      {"bench", "run the benchmarks and print medians (speed and memory are measured here)", cmd_bench, true},
   };
   return table;
 }
@@ -45,12 +45,15 @@ void print_help() {
                " - discrete-event simulator of LLM prefix-cache behaviour\n\n"
                "Replays request traces against pluggable eviction policies over one\n"
                "vLLM-v1-exact hash-chain block manager and reports hit rate and TTFT.\n\n"
-               "usage: prefixsim <command> [options]     (prefixsim <command> --help for details)\n\n"
-               "commands:\n";
-  for (const Command& c : commands()) {
-    std::cout << "  " << c.name;
-    for (size_t i = std::strlen(c.name); i < 10; ++i) std::cout << ' ';
-    std::cout << c.summary << "\n";
+               "usage: prefixsim <command> [options]     (prefixsim <command> --help for details)\n";
+  for (const bool developers : {false, true}) {
+    std::cout << (developers ? "\nchecking prefixsim against vLLM, and timing it:\n" : "\ncommands:\n");
+    for (const Command& c : commands()) {
+      if (c.for_developers != developers) continue;
+      std::cout << "  " << c.name;
+      for (size_t i = std::strlen(c.name); i < 10; ++i) std::cout << ' ';
+      std::cout << c.summary << "\n";
+    }
   }
   std::cout << "\noptions:\n  -h, --help     show this help\n  --version      print the version\n\n"
                "exit codes: 0 ok, 1 a check or regression failed, 2 bad input or usage, 3 internal error\n";

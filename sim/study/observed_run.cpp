@@ -276,13 +276,14 @@ ObservedRun read_llmservingsim(const fs::path& dir) {
     // fewest (4 x waiting + running): least-loaded's queue-first order.
     if (s.replicas > 1) s.router = "least-loaded";
   }
+  // The run's expert parallelism is noted, not replayed: --enable-expert-parallel
+  // splits the experts but not vLLM's lockstep DP steps, and on the one DP+EP
+  // run held it makes the model worse (README "Is it right for my server?").
   const json* ep = meta.find("engine_kwargs.enable_expert_parallel");
-  if (ep && ep->is_boolean() && ep->get<bool>()) {
-    s.enable_expert_parallel = true;
-    if (s.replicas > 1)
-      run.notes.push_back("expert parallelism over the DP engines: each engine's step is priced alone at an equal "
-                          "share of the group's tokens (vLLM's lockstep steps and dummy batches are not modelled)");
-  }
+  if (ep && ep->is_boolean() && ep->get<bool>() && s.replicas > 1)
+    run.notes.push_back("expert parallelism across the DP engines is priced as each engine holding every expert "
+                        "(--enable-expert-parallel is not applied: without vLLM's lockstep steps it is less "
+                        "faithful on the runs held)");
   s.max_num_seqs = meta.find("engine_kwargs.max_num_seqs") ? meta.integer("engine_kwargs.max_num_seqs", 1, 1 << 20)
                                                             : 256;
   s.max_num_batched_tokens = meta.find("engine_kwargs.max_num_batched_tokens")

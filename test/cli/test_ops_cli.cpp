@@ -21,7 +21,12 @@ std::string write_script(const std::string& dir, const std::string& text) {
 TEST_CASE("prefixsim --help, --version and ops --help print real help", "[cli]") {
   auto h = run_cli({"--help"});
   CHECK(h.rc == 0);
-  CHECK(h.out.find("ops") != std::string::npos);
+  // User commands first; the tools for checking prefixsim itself apart, after them.
+  const size_t tools = h.out.find("checking prefixsim against vLLM");
+  REQUIRE(tools != std::string::npos);
+  CHECK(h.out.find("  replay ") < tools);
+  CHECK(h.out.find("  plan ") < tools);
+  for (const char* dev : {"  ops ", "  sched ", "  bench "}) CHECK(h.out.find(dev) > tools);
   auto v = run_cli({"--version"});
   CHECK(v.rc == 0);
   CHECK(v.out.rfind("prefixsim ", 0) == 0);

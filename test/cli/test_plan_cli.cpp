@@ -57,6 +57,12 @@ TEST_CASE("plan answers with the fewest replicas meeting the SLO, and its runs a
                    "--routers", "round-robin,least-loaded", "--out", dir + "/again", "--quiet", "--threads", "1"})
               .rc == 0);
   CHECK(read_file(dir + "/again/plan.json") == read_file(dir + "/out/plan.json"));
+  // A router spec's own commas continue it: one router, as compare reads it.
+  auto spec = run_cli({"plan", trace, "--slo", "ttft_p99=300ms", "--tp", "1,2", "--max-replicas", "16", "--routers",
+                       "kv-aware:overlap_weight=2,temperature=0.5", "--out", dir + "/spec", "--quiet"});
+  INFO(spec.err);
+  REQUIRE(spec.rc == 0);
+  CHECK(json::parse(read_file(dir + "/spec/plan.json"))["routers_at_answer"].size() == 1);
 }
 
 TEST_CASE("plan refuses a bad --slo and says when nothing meets it", "[cli][plan]") {

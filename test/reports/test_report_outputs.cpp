@@ -125,9 +125,13 @@ TEST_CASE("metrics.prom exposes vLLM's names with cumulative histogram buckets, 
   CHECK(has("# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total" + L + "} 53248.0\n"));
   CHECK(has("# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total" + L + "} 30800.0\n"));
   CHECK(has("# TYPE vllm:num_preemptions_total counter\nvllm:num_preemptions_total" + L + "} 3.0\n"));
-  CHECK(has("# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc" + L + "} 0.42\n"));
-  CHECK(has("# TYPE vllm:num_requests_running gauge\n"));
-  CHECK(has("# TYPE vllm:num_requests_waiting gauge\n"));
+  // vLLM's gauges are the state at the end (the last interval: usage 0.2 +
+  // 0.03 x 19, 8 running, 1 waiting); the run's averages have names of their own.
+  CHECK(has("# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc" + L + "} 0.77\n"));
+  CHECK(has("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running" + L + "} 8.0\n"));
+  CHECK(has("# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting" + L + "} 1.0\n"));
+  CHECK(has("# TYPE prefixsim:kv_cache_usage_perc_avg gauge\nprefixsim:kv_cache_usage_perc_avg" + L + "} 0.42\n"));
+  CHECK(has("# TYPE prefixsim:num_requests_waiting_avg gauge\nprefixsim:num_requests_waiting_avg" + L + "} 10.5\n"));
   CHECK(has("# TYPE vllm:time_to_first_token_seconds histogram\n"));
   // TTFTs are k/256 s for k = 1..50: cumulative counts at vLLM's bounds.
   const std::string B = "vllm:time_to_first_token_seconds_bucket" + L;

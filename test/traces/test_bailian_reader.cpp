@@ -90,17 +90,20 @@ TEST_CASE("a bad Bailian line is an error naming file, line and field", "[traces
     std::string line2;
     const char* expect;
   };
+  // Line 2 is chat 2 (a repeated chat_id is an error of its own).
   auto with = [&](const std::string& from, const std::string& to) {
     std::string s = good;
+    s.replace(s.find("\"chat_id\": 1"), 12, "\"chat_id\": 2");
     s.replace(s.find(from), from.size(), to);
     return s;
   };
   const std::vector<Case> cases = {
       {"unknown field", with("\"turn\": 1", "\"turns\": 1"), "unknown field \"turns\""},
       {"duplicate field", with("\"turn\": 1", "\"turn\": 1, \"turn\": 2"), "field \"turn\" appears twice"},
-      {"missing chat id", with("\"chat_id\": 1, ", ""), "missing field \"chat_id\""},
+      {"missing chat id", with("\"chat_id\": 2, ", ""), "missing field \"chat_id\""},
       {"bad type", with("\"text\"", "\"video\""), "field \"type\": 'video'"},
-      {"own parent", with("\"parent_chat_id\": -1", "\"parent_chat_id\": 1"), "its own parent"},
+      {"own parent", with("\"parent_chat_id\": -1", "\"parent_chat_id\": 2"), "its own parent"},
+      {"repeated chat id", with("\"chat_id\": 2", "\"chat_id\": 1"), "field \"chat_id\": 1 appears on an earlier line too"},
       {"ids and length disagree", with("[7, 8]", "[7]"), "hash_ids"},
       {"time goes back", with("\"timestamp\": 0.5", "\"timestamp\": 0.1"), "timestamp"},
       {"empty ids", with("[7, 8]", "[]"), "field \"hash_ids\" is empty"},
