@@ -101,7 +101,7 @@ int cmd_compare(const Args& args) {
   check_output_dir(out_dir, "--out");  // before the (long) run
   for (const char* name : kOutputs) {
     check_output_file(out_dir + "/" + name, "--out");
-    check_not_an_input(out_dir + "/" + name, "--out", {options.scenario.trace});
+    check_not_an_input(out_dir + "/" + name, "--out", scenario_input_files(options.scenario));
   }
   const CompareReport report = run_compare(options);
   const std::string json = render_compare_json(report);

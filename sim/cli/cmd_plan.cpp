@@ -112,7 +112,7 @@ int cmd_plan(const Args& args) {
   check_output_dir(dir, "--out");
   for (const char* name : {"/plan.json", "/plan.md", "/plan.html"}) {
     check_output_file(dir + name, "--out");
-    check_not_an_input(dir + name, "--out", {o.base.trace});
+    check_not_an_input(dir + name, "--out", scenario_input_files(o.base));
   }
   const PlanResult r = run_plan(o);
   OutputSet out(dir, "--out");

@@ -97,7 +97,7 @@ int cmd_replay(const Args& args) {
   // Outputs: refused before the run when they would replace something that
   // is not a regular file, or one of the inputs.
   {
-    std::vector<std::string> inputs = {s.trace, s.profile, s.workload};
+    std::vector<std::string> inputs = scenario_input_files(s);
     if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
     check_output_dir(s.out, "--out");
     for (const std::string& name : run_output_names()) {

@@ -156,9 +156,15 @@ int cmd_sweep(const Args& args) {
     rows.assign(points.size(), "");
     if (!rank0) return;
     check_output_dir(dir, "--out");
+    // Every file any point reads is an input too (a trace or profile named in the grid).
+    std::vector<std::string> inputs = {grid.path};
+    for (const GridPoint& p : points)
+      for (std::string& f : scenario_input_files(p.scenario)) inputs.push_back(std::move(f));
+    std::sort(inputs.begin(), inputs.end());
+    inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
     for (const char* name : kOutputs) {
       check_output_file(dir + "/" + name, "--out");
-      check_not_an_input(dir + "/" + name, "--out", {grid.path});
+      check_not_an_input(dir + "/" + name, "--out", inputs);
     }
     if (vm.count("resume") && access((dir + "/sweep.json").c_str(), F_OK) == 0)
       rows = resumable_rows(dir + "/sweep.json", grid, points);

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -389,6 +390,13 @@ nlohmann::json to_json(const Scenario& s) {
 }
 
 int kv_dtype_bytes(const Scenario& s) { return s.kv_cache_dtype == "fp8" ? 1 : 0; }
+
+std::vector<std::string> scenario_input_files(const Scenario& s) {
+  std::vector<std::string> files = {s.trace, s.workload, s.profile, s.model_file, s.gpu_file};
+  if (const char* dir = std::getenv("PREFIXSIM_CATALOG"); dir && *dir)
+    for (const char* name : {"/models.yaml", "/gpus.yaml"}) files.push_back(std::string(dir) + name);
+  return files;
+}
 
 int expert_dp(const Scenario& s) { return s.enable_expert_parallel ? s.replicas : 1; }
 

@@ -118,6 +118,11 @@ void validate(const Scenario& s);
 nlohmann::json to_json(const Scenario& s);
 // Bytes per KV cache element for s.kv_cache_dtype: 0 (the model's dtype) for auto, 1 for fp8.
 int kv_dtype_bytes(const Scenario& s);
+// Every file a run of `s` reads (trace, workload YAML, profile, model and
+// GPU catalogs, $PREFIXSIM_CATALOG's files): the paths no output may be
+// (check_not_an_input). Names that are not files (a preset, `builtin`) stat
+// as absent and never match.
+std::vector<std::string> scenario_input_files(const Scenario& s);
 // The engines a MoE's routed experts are split over: the replicas under
 // expert parallelism, else 1.
 int expert_dp(const Scenario& s);

@@ -162,3 +162,20 @@ TEST_CASE("bad grids are exit 2 naming the file, line and key", "[cli][sweep]") 
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("sweep never writes over a file a grid point reads (a trace, profile or catalog named in the grid)",
+          "[cli][sweep]") {
+  const std::string dir = temp_dir("sweep-input-is-output");
+  const std::string trace = read_file(data_path("traces/mooncake_small.jsonl"));
+  write_text_file(dir, "sweep.csv", trace);
+  write_text_file(dir, "sweep.md", "models: []\n");
+  const std::string grid = write_text_file(dir, "g.yaml",
+                                           "base: {trace: " + dir + "/sweep.csv, mode: cache, model_file: " + dir +
+                                               "/sweep.md}\n"
+                                           "axes: {policy: [lru, fifo]}\n");
+  auto r = run_cli({"sweep", grid, "--out", dir});
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("is also an input") != std::string::npos);
+  CHECK(read_file(dir + "/sweep.csv") == trace);
+  CHECK(read_file(dir + "/sweep.md") == "models: []\n");
+}
