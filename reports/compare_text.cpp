@@ -6,7 +6,7 @@
 #include "prefixsim_config.h"
 
 namespace prefixsim {
-namespace {
+namespace compare_text_detail {  // named: the unity build joins this file with others that have their own helpers
 
 using ojson = nlohmann::ordered_json;
 
@@ -208,10 +208,12 @@ void md_hot_prefixes(std::ostream& md, const CompareReport& rep) {
   }
 }
 
-}  // namespace
+}  // namespace compare_text_detail
 
-ojson compare_to_json(const CompareReport& r) {
-  ojson j;
+
+nlohmann::ordered_json compare_to_json(const CompareReport& r) {
+  using namespace compare_text_detail;
+  nlohmann::ordered_json j;
   j["schema"] = "prefixsim.compare/1";
   j["tool"] = {{"name", "prefixsim"}, {"version", PREFIXSIM_VERSION}};
   j["mode"] = r.mode;
@@ -228,16 +230,16 @@ ojson compare_to_json(const CompareReport& r) {
     j["replicas"] = r.replicas;
   }
   if (r.offloading) {
-    ojson gibs = ojson::array();
+    nlohmann::ordered_json gibs = nlohmann::ordered_json::array();
     for (double g : r.offloading_gib) gibs.push_back(gib_json(g));
     j["kv_offloading_sizes_gib"] = gibs;
   }
-  ojson sizes = ojson::array();
+  nlohmann::ordered_json sizes = nlohmann::ordered_json::array();
   for (const CompareSize& k : r.sizes)
     sizes.push_back({{"kv_blocks", k.kv_blocks}, {"capacity_tokens", k.capacity_tokens},
                      {"bytes_per_block", k.bytes_per_block}, {"source", k.source}});
   j["sizes"] = sizes;
-  ojson results = ojson::array();
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (const CompareRow& row : r.rows) results.push_back(row_json(r, row));
   j["results"] = results;
   j["hot_prefixes"] = hot_json(r);
@@ -248,6 +250,7 @@ ojson compare_to_json(const CompareReport& r) {
 std::string render_compare_json(const CompareReport& r) { return compare_to_json(r).dump(2) + "\n"; }
 
 std::string render_compare_csv(const CompareReport& r) {
+  using namespace compare_text_detail;
   std::ostringstream csv;
   csv << "policy,spec,kv_blocks,capacity_tokens,hit_rate,block_hit_rate,hit_tokens,prompt_tokens,evictions,"
          "refused_requests,gap_to_belady,ttft_p50_ms,ttft_p99_ms"
@@ -258,6 +261,7 @@ std::string render_compare_csv(const CompareReport& r) {
 }
 
 std::string render_compare_md(const CompareReport& r) {
+  using namespace compare_text_detail;
   std::ostringstream md;
   md_header(md, r);
   md_size_tables(md, r);
@@ -273,6 +277,7 @@ std::string render_compare_md(const CompareReport& r) {
 }
 
 std::string render_compare_summary(const CompareReport& r, const std::string& out_dir) {
+  using namespace compare_text_detail;
   std::ostringstream s;
   s << "compare: " << r.rows.size() << " runs (" << r.specs.size() << " policies x " << r.sizes.size() << " sizes"
     << (r.fleets ? " x " + std::to_string(r.routers.size()) + " routers x " + std::to_string(r.replicas.size()) +

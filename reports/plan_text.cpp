@@ -8,7 +8,7 @@
 
 namespace prefixsim {
 
-namespace {
+namespace plan_text_detail {  // named: the unity build joins this file with others that have their own helpers
 
 using ojson = nlohmann::ordered_json;
 
@@ -116,9 +116,11 @@ std::string run_verdict(const ojson& r) {
          fmt(100 * number_or_nan(r, "hit_rate"), 2) + " % -> " + (r["meets"].get<bool>() ? "meets" : "fails");
 }
 
-}  // namespace
+}  // namespace plan_text_detail
 
-std::string render_plan_md(const ojson& plan, const std::string& router) {
+
+std::string render_plan_md(const nlohmann::ordered_json& plan, const std::string& router) {
+  using namespace plan_text_detail;
   std::ostringstream md;
   md_question(md, plan, router);
   md_answer(md, plan);
@@ -127,9 +129,10 @@ std::string render_plan_md(const ojson& plan, const std::string& router) {
   return md.str();
 }
 
-std::string render_plan_terminal(const ojson& plan) {
+std::string render_plan_terminal(const nlohmann::ordered_json& plan) {
+  using namespace plan_text_detail;
   std::string term = "plan: " + plan["summary"].get<std::string>() + "\n";
-  const ojson& answer = plan["answer"];
+  const nlohmann::ordered_json& answer = plan["answer"];
   if (!answer.is_null()) {
     term += "  margin:" + margins_inline(plan, answer["run"]) + "\n";
     if (!answer["one_fewer"].is_null())
@@ -137,17 +140,17 @@ std::string render_plan_terminal(const ojson& plan) {
               " replicas):" + margins_inline(plan, answer["one_fewer"]) + "\n";
   }
   term += "  runs:\n";
-  for (const ojson& r : plan["runs"])
+  for (const nlohmann::ordered_json& r : plan["runs"])
     term += "    " + r["fleet"].get<std::string>() + " x " + std::to_string(r["replicas"].get<int64_t>()) + ": " +
             run_verdict(r) + "\n";
   if (plan.contains("routers_at_answer")) {
     term += "  routers at the answer:\n";
-    for (const ojson& r : plan["routers_at_answer"]) term += "    " + r["router"].get<std::string>() + ": " + run_verdict(r) + "\n";
+    for (const nlohmann::ordered_json& r : plan["routers_at_answer"]) term += "    " + r["router"].get<std::string>() + ": " + run_verdict(r) + "\n";
   }
-  const ojson& violations = plan["monotonicity_violations"];
+  const nlohmann::ordered_json& violations = plan["monotonicity_violations"];
   if (!violations.empty()) {
     term += "  warning: monotonicity violations:";
-    for (const ojson& v : violations) term += " " + v.get<std::string>() + ";";
+    for (const nlohmann::ordered_json& v : violations) term += " " + v.get<std::string>() + ";";
     term += "\n";
   }
   return term;

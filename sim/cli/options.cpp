@@ -12,6 +12,30 @@
 
 namespace prefixsim::cli {
 
+namespace {
+// Boost reads "-1" into an unsigned option as 2^64 - 1; every unsigned
+// option of every command is refused a negative value here, in one place.
+template <typename T>
+bool is_unsigned_option(const po::value_semantic* s) {
+  return dynamic_cast<const po::typed_value<T>*>(s) != nullptr;
+}
+
+void refuse_negative_unsigned(const po::parsed_options& parsed, const po::options_description& all) {
+  for (const po::option& o : parsed.options) {
+    const po::option_description* d = all.find_nothrow(o.string_key, false);
+    if (!d) continue;
+    const po::value_semantic* s = d->semantic().get();
+    if (!is_unsigned_option<uint64_t>(s) && !is_unsigned_option<uint32_t>(s) && !is_unsigned_option<uint16_t>(s))
+      continue;
+    for (const std::string& v : o.value) {
+      const size_t at = v.find_first_not_of(" \t");
+      if (at != std::string::npos && v[at] == '-')
+        throw InputError("--" + o.string_key + ": must be a non-negative integer, got '" + v + "'");
+    }
+  }
+}
+}  // namespace
+
 bool parse_args(const std::vector<std::string>& args, const po::options_description& opts,
                 const po::positional_options_description& pos, po::variables_map& vm, const std::string& usage,
                 const std::string& description) {
@@ -21,7 +45,9 @@ bool parse_args(const std::vector<std::string>& args, const po::options_descript
       ("max-input-bytes", po::value<uint64_t>(),
        "refuse an input that yields more bytes than this, after decompression (default 64 GiB)");
   try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    const po::parsed_options parsed = po::command_line_parser(args).options(all).positional(pos).run();
+    refuse_negative_unsigned(parsed, all);
+    po::store(parsed, vm);
     if (vm.count("help")) {
       std::cout << "usage: " << usage << "\n\n" << description << "\n\n" << all << "\n";
       return false;

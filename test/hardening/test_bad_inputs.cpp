@@ -544,6 +544,12 @@ std::vector<BadCase> bad_cases() {
       {"plan --tp 1,3", {}, {"plan", T, "--slo", "ttft_p99=2s", "--tp", "1,3", "--out", "@/out"},
        "--tp: 3 does not divide"},
       // replay --steps-out
+      {"replay --steps-every -1 (no wrap to 2^64 - 1)", {},
+       {"replay", "--requests", "5", "--steps-out", "@/out/s.csv", "--steps-every", "-1"},
+       "--steps-every: must be a non-negative integer, got '-1'"},
+      {"replay --max-input-bytes=-1", {}, {"replay", T, "--max-input-bytes=-1"},
+       "--max-input-bytes: must be a non-negative integer, got '-1'"},
+      {"analyze --top -3", {}, {"analyze", T, "--top", "-3"}, "--top: must be a non-negative integer, got '-3'"},
       {"replay --steps-every 0", {}, {"replay", "--requests", "5", "--steps-out", "@/out/s.csv", "--steps-every", "0"},
        "--steps-every"},
   };
