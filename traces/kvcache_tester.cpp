@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <limits>
@@ -16,6 +17,7 @@
 
 #include "sim/base/error.h"
 #include "sim/base/input_limits.h"
+#include "traces/json_scan.h"
 #include "traces/jsonl_source.h"
 
 namespace prefixsim {
@@ -418,12 +420,28 @@ class KvCacheTesterSource final : public RequestSource {
     const uint32_t k = static_cast<uint32_t>(loaded_++);
     if (k + 1 >= (1u << 22)) throw InputError(where.name, where.line, "too many conversations (more than 4 million)");
     auto c = std::make_unique<Conversation>();
+    if (next_start_ == std::numeric_limits<TimeNs>::max()) {
+      char rate[32];
+      std::snprintf(rate, sizeof rate, "%g", opts_.conversation_rate);
+      throw InputError(where.name, where.line,
+                       std::string("--conversation-rate ") + rate +
+                           " starts this conversation past the simulated clock's range; raise the rate");
+    }
     c->start = next_start_;
     parse(where, len, k, *c);
+    for (const auto& r : c->reqs)  // start + offset must stay on the clock too
+      if (r.t > std::numeric_limits<TimeNs>::max() - c->start)
+        throw InputError(where.name, where.line,
+                         "a request arrives past the simulated clock's range (the conversation starts at " +
+                             std::to_string(c->start / 1'000'000'000) + " s); raise --conversation-rate");
     // The next conversation starts an exponential gap later (Poisson process).
     const double u = (static_cast<double>(rng_() >> 11) + 0.5) * 0x1.0p-53;
     start_s_ += -std::log(u) / opts_.conversation_rate;
-    next_start_ = static_cast<TimeNs>(std::llround(start_s_ * 1e9));
+    // Checked before the conversion (past the ns clock's range it would be
+    // undefined behaviour: a tiny rate puts the next start centuries away);
+    // an error only if a conversation is really loaded there.
+    next_start_ = start_s_ <= json_scan::kMaxSeconds ? static_cast<TimeNs>(std::llround(start_s_ * 1e9))
+                                                     : std::numeric_limits<TimeNs>::max();
     if (c->reqs.empty()) return;
     heap_.push({c->start + c->reqs[0].t, k});
     if (convs_.size() <= k) convs_.resize(k + 1);
@@ -558,6 +576,8 @@ class KvCacheTesterSource final : public RequestSource {
         f.fail("field \"" + at + ".hash_ids\" has " + std::to_string(n) + " ids but \"in\" = " + std::to_string(in) +
                " tokens needs " + std::to_string(full) + " (full " + std::to_string(bs) + "-token blocks) or " +
                std::to_string(all));
+      if (!(base + t <= json_scan::kMaxSeconds))
+        f.fail("field \"" + at + ".t\": the request arrives past the simulated clock's range");
       raw_.push_back({static_cast<TimeNs>(std::llround((base + t) * 1e9)), in, out, seq++, ids, at});
     }
   }
