@@ -6,13 +6,14 @@
 
 #include "sim/base/error.h"
 #include "sim/base/interrupt.h"
+#include "sim/base/text_fields.h"
 #include "traces/json_scan.h"
 
 namespace prefixsim {
 
 TimeNs seconds_to_ns(const JsonFields& f, double s, const char* key) {
   if (s > json_scan::kMaxSeconds)
-    f.fail(std::string("field \"") + key + "\": " + std::to_string(s) + " s is absurdly late");
+    f.fail(std::string("field \"") + key + "\": " + number_text(s) + " s is absurdly late");
   return json_scan::ns_of_seconds(s);
 }
 

@@ -1,12 +1,19 @@
 #include "sim/base/text_fields.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace prefixsim {
 
 std::string shown(std::string_view v) {
   constexpr size_t kMax = 60;
   return "'" + std::string(v.substr(0, kMax)) + (v.size() > kMax ? "...'" : "'");
+}
+
+std::string number_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
 }
 
 int64_t integer_in(const TextLoc& at, std::string_view field, std::string_view v, int64_t lo, int64_t hi,

@@ -27,6 +27,9 @@ struct TextLoc {
 
 // A value as quoted in a message: a binary or runaway line must not flood the terminal.
 std::string shown(std::string_view v);
+// A number as quoted in a message: %g, six significant digits ("1e+308",
+// "1e-09", "inf"), never std::to_string's 300 digits or "0.000000".
+std::string number_text(double x);
 
 // The whole of `v` as a number. from_chars takes no locale, no leading space
 // and no '+'; it does parse "nan" and "inf", which the range checks refuse.

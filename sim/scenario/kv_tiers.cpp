@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "sim/base/error.h"
+#include "sim/base/text_fields.h"
 #include "sim/base/spec_params.h"
 #include "sim/scenario/offline_future.h"
 #include "sim/cost/kv_sizing.h"
@@ -89,10 +90,10 @@ void resolve_tiers(std::vector<TierSpec>& specs, int64_t bytes_per_block, int tp
     }
     const double blocks = std::floor(t.size_gib * 1073741824.0 / (static_cast<double>(bytes_per_block) * tp));
     if (blocks < 1)
-      throw InputError("--kv-tier " + t.cfg.name + ": " + std::to_string(t.size_gib) + " GiB holds no block of " +
+      throw InputError("--kv-tier " + t.cfg.name + ": " + number_text(t.size_gib) + " GiB holds no block of " +
                        std::to_string(bytes_per_block * tp) + " bytes");
     if (blocks >= static_cast<double>(INT32_MAX))
-      throw InputError("--kv-tier " + t.cfg.name + ": " + std::to_string(t.size_gib) +
+      throw InputError("--kv-tier " + t.cfg.name + ": " + number_text(t.size_gib) +
                        " GiB is more than 2^31-2 blocks; give inf for an unbounded tier");
     t.cfg.capacity_blocks = static_cast<int64_t>(blocks);
   }

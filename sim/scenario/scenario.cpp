@@ -328,16 +328,16 @@ void validate(const Scenario& s) {
   if (s.mode != "engine" && s.mode != "cache") bad("--mode", "must be engine or cache, not '" + s.mode + "'");
   if (s.block_size < 1 || s.block_size > 4096) bad("--block-size", "must be in [1, 4096]");
   if (s.trace_block_size < 0 || s.trace_block_size > (1 << 20)) bad("--trace-block-size", "must be in [1, 2^20]");
-  if (s.requests && (*s.requests < 1 || *s.requests > (int64_t{1} << 40))) bad("--requests", "must be positive");
-  if (s.rate && !(*s.rate > 0 && *s.rate < 1e9)) bad("--rate", "must be a positive number of requests per second");
+  if (s.requests && (*s.requests < 1 || *s.requests > (int64_t{1} << 40))) bad("--requests", "must be in [1, 2^40]");
+  if (s.rate && !(*s.rate > 0 && *s.rate < 1e9)) bad("--rate", "must be in (0, 1e9) requests per second");
   if (s.time_scale && !(*s.time_scale > 0 && *s.time_scale <= 1e6)) bad("--time-scale", "must be in (0, 1e6]");
   if (s.time_scale && s.rate) bad("--time-scale", "give --rate or --time-scale, not both (both set the load)");
   if (s.time_scale && s.trace.empty())
     bad("--time-scale", "rescales a trace's arrivals; a workload takes --rate instead");
   if (s.warmup && *s.warmup < 0) bad("--warmup", "must be >= 0 requests");
-  if (s.warmup_seconds && !(*s.warmup_seconds >= 0 && *s.warmup_seconds < 9.2e9)) bad("--warmup-seconds", "must be >= 0");
+  if (s.warmup_seconds && !(*s.warmup_seconds >= 0 && *s.warmup_seconds < 9.2e9)) bad("--warmup-seconds", "must be in [0, 9.2e9) seconds");
   if (s.warmup && s.warmup_seconds) bad("--warmup", "give --warmup or --warmup-seconds, not both");
-  if (!(s.conversation_rate > 0 && s.conversation_rate < 1e9)) bad("--conversation-rate", "must be positive");
+  if (!(s.conversation_rate > 0 && s.conversation_rate < 1e9)) bad("--conversation-rate", "must be in (0, 1e9) conversations per second");
   if (!(s.gpu_mem_util > 0 && s.gpu_mem_util <= 1)) bad("--gpu-mem-util", "must be in (0, 1]");
   if (s.tp < 1 || s.tp > 64) bad("--tp", "must be in [1, 64]");
   if (s.replicas < 1 || s.replicas > 4096) bad("--replicas", "must be in [1, 4096]");
@@ -356,8 +356,8 @@ void validate(const Scenario& s) {
                                                        {"--request-overhead-ms", s.request_overhead_ms},
                                                        {"--tokenize-us-per-token", s.tokenize_us_per_token}};
   for (const auto& [flag, x] : overheads)
-    if (x && !(*x >= 0 && *x < 1e9)) bad(flag, "must be a number >= 0");
-  if (!(s.series_interval_s > 0 && s.series_interval_s < 1e9)) bad("--series-interval", "must be positive");
+    if (x && !(*x >= 0 && *x < 1e9)) bad(flag, "must be in [0, 1e9)");
+  if (!(s.series_interval_s > 0 && s.series_interval_s < 1e9)) bad("--series-interval", "must be in (0, 1e9) seconds");
 }
 
 nlohmann::json to_json(const Scenario& s) {
