@@ -199,9 +199,10 @@ TEST_CASE("adaptive tinylfu equals W-TinyLFU with Caffeine's hill climber: hits,
         }
         moved += p.window_max() != first ? 1 : 0;
       }
-  // Not vacuous: the window moved in most runs.
+  // Not vacuous: the window moved in many runs (fewer in the sanitizers'
+  // eighth-length streams, where a run holds fewer sample periods).
   INFO(moved << " of 54 runs ended with another window");
-  REQUIRE(moved >= 20);
+  REQUIRE(moved >= test::sanitized_share(20));
 }
 
 TEST_CASE("lru (vLLM's free queue) equals its closed form: cached iff accesses + distinct objects since <= C",
