@@ -5,10 +5,8 @@
 // (1 when no fleet meets the SLO).
 #include <unistd.h>
 
-#include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <sstream>
 
 #include "reports/outputs.h"
 #include "reports/plan_text.h"
