@@ -67,7 +67,7 @@ int cmd_replay(const Args& args) {
                   "llama-3.1-8b / h100-sxm-80gb. The KV pool is sized from the model and GPU like vLLM\n"
                   "does unless --kv-blocks/--kv-tokens/--kv-gb is given. --replicas N simulates a fleet\n"
                   "of N such servers on one clock behind --router (round-robin, random, least-loaded,\n"
-                  "session, prefix, kv-aware), each request routed once at its arrival.\n\n"
+                  "session, prefix, kv-aware, llm-d), each request routed once at its arrival.\n\n"
                   "Writes report.json (prefixsim.report/1), series.csv, summary.md, metrics.prom (vLLM\n"
                   "metric names) and report.html to --out, each atomically. Ctrl-C stops the run and\n"
                   "writes nothing."))

@@ -178,6 +178,8 @@ class Engine {
   const KvCacheManager& kv() const { return kv_; }
   // Requests queued or running here (a router's load).
   size_t num_requests() const { return sched_.num_waiting() + sched_.num_running(); }
+  size_t num_waiting() const { return sched_.num_waiting(); }
+  size_t num_running() const { return sched_.num_running(); }
   // Prompt tokens of the requests that arrived here and were not admitted
   // yet (a router's pending-prefill estimate).
   int64_t queued_prompt_tokens() const { return queued_prompt_tokens_; }

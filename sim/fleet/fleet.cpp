@@ -13,6 +13,9 @@ class EngineFleetView final : public FleetView {
   EngineFleetView(std::span<Engine* const> replicas, const EventLoop& loop) : replicas_(replicas), loop_(loop) {}
   uint32_t size() const override { return static_cast<uint32_t>(replicas_.size()); }
   size_t load(uint32_t i) const override { return replicas_[i]->num_requests(); }
+  size_t waiting(uint32_t i) const override { return replicas_[i]->num_waiting(); }
+  size_t running(uint32_t i) const override { return replicas_[i]->num_running(); }
+  double kv_usage(uint32_t i) const override { return replicas_[i]->kv().pool().usage(); }
   int64_t queued_prompt_tokens(uint32_t i) const override { return replicas_[i]->queued_prompt_tokens(); }
   int64_t active_blocks(uint32_t i) const override {
     const BlockPool& pool = replicas_[i]->kv().pool();

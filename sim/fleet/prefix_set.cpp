@@ -63,4 +63,8 @@ void PrefixSet::insert(std::span<const BlockHash> prompt) {
   for (size_t i = prompt.size(); i-- > 0;) insert_one(prompt[i]);
 }
 
+void PrefixSet::insert_root_first(std::span<const BlockHash> prompt) {
+  for (const BlockHash& h : prompt) insert_one(h);
+}
+
 }  // namespace prefixsim

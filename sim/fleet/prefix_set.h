@@ -28,8 +28,12 @@ class PrefixSet {
   explicit PrefixSet(int32_t max_blocks);
   // Leading hashes of `prompt` in the set.
   size_t match(std::span<const BlockHash> prompt) const;
+  bool contains(const BlockHash& h) const { return index_.find(h) != kNoBlock; }
   // Makes every hash of `prompt` present and most recent (root last).
   void insert(std::span<const BlockHash> prompt);
+  // The same, in the prompt's order (leaf last), as llm-d's approximate
+  // index adds a request's blocks to its per-pod LRU.
+  void insert_root_first(std::span<const BlockHash> prompt);
   int32_t size() const { return lru_.size(); }
   int32_t max_blocks() const { return max_blocks_; }
 

@@ -31,6 +31,13 @@ class FleetView {
   virtual uint32_t size() const = 0;
   // Requests waiting or running on replica i.
   virtual size_t load(uint32_t i) const = 0;
+  // Of those, the waiting (vLLM's num_requests_waiting) and the running.
+  virtual size_t waiting(uint32_t i) const = 0;
+  virtual size_t running(uint32_t i) const = 0;
+  // The share of replica i's KV pool that requests hold (vLLM's
+  // kv_cache_usage_perc: 1 - free blocks / usable blocks; cached blocks no
+  // request holds count as free).
+  virtual double kv_usage(uint32_t i) const = 0;
   // Prompt tokens of requests queued on replica i and not admitted yet.
   virtual int64_t queued_prompt_tokens(uint32_t i) const = 0;
   // KV blocks held by replica i's running requests.
@@ -83,6 +90,7 @@ std::unique_ptr<Router> make_least_loaded_router(SpecParams&, const RouterContex
 std::unique_ptr<Router> make_session_router(SpecParams&, const RouterContext&);
 std::unique_ptr<Router> make_prefix_router(SpecParams&, const RouterContext&);
 std::unique_ptr<Router> make_kv_aware_router(SpecParams&, const RouterContext&);
+std::unique_ptr<Router> make_llm_d_router(SpecParams&, const RouterContext&);
 
 // The replica with the least load, ties to the lowest index (the rule
 // least-loaded uses, and the fallback of the prefix-aware routers).

@@ -19,6 +19,10 @@ const std::vector<RouterInfo>& router_registry() {
        "Dynamo's KV router / llm-d's precise prefix scorer: the blocks each replica really caches, against its "
        "prefill queue and active blocks",
        make_kv_aware_router},
+      {"llm-d",
+       "llm-d's scheduler (EPP): weighted scorers (precise-prefix, prefix, kv-util, queue, running, load-aware, "
+       "session) and a picker; default prefix=3,kv-util=2,queue=2",
+       make_llm_d_router},
   };
   return table;
 }

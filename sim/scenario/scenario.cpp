@@ -115,7 +115,7 @@ const std::vector<ScenarioOption>& scenario_options() {
        "engine mode: a fleet of N replicas of this server behind --router (default 1)"},
       {"router", "router", &Scenario::router, Echo::with_fleet, kForReplay | kForPlan,
        "with --replicas: which replica takes each request, name[:key=value,...]: round-robin (default), random, "
-       "least-loaded, session, prefix, kv-aware"},
+       "least-loaded, session, prefix, kv-aware, llm-d"},
       {"model", "model", &Scenario::model, Echo::value, kAll,
        "model from the catalog (default llama-3.1-8b; see prefixsim catalog)"},
       {"gpu", "gpu", &Scenario::gpu, Echo::value, kAll, "GPU from the catalog (default h100-sxm-80gb)"},

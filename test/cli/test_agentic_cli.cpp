@@ -7,14 +7,13 @@
 
 #include "test/support.h"
 
+namespace test_agentic_cli {
+
 using namespace prefixsim::test;
 using nlohmann::json;
 
-namespace {
-
 json json_of(const std::string& path) { return json::parse(read_file(path)); }
 
-}  // namespace
 // test/data/traces/agentic_mooncake_small.jsonl (hand computation in
 // test/traces/test_agentic_mooncake.cpp): ideal 3072/6144 = 0.5, reached by
 // the engine and by cache mode with a pool that evicts nothing. The engine
@@ -74,3 +73,5 @@ TEST_CASE("a fleet runs an agentic trace by its dependencies across replicas", "
     if (std::string(router) == "round-robin") CHECK(rep["prefix_cache"]["hit_tokens"].get<int>() < 3072);
   }
 }
+
+}  // namespace test_agentic_cli

@@ -75,6 +75,7 @@ TEST_CASE("fleet misuse is exit 2 naming the flag", "[cli][fleet]") {
       {{"--replicas", "0"}, "--replicas: must be in [1, 4096]"},
       {{"--replicas", "2", "--mode", "cache"}, "--replicas: a fleet runs in engine mode"},
       {{"--replicas", "2", "--router", "prefix:cache_threshold=3"}, "--router prefix: cache_threshold must be in"},
+      {{"--replicas", "2", "--router", "llm-d:picker=best"}, "--router llm-d: picker must be max-score"},
       {{"--replicas", "2", "--steps-out", dir + "/steps.csv"}, "--steps-out: writes one replica's batches"},
   };
   for (const Case& c : cases) {
@@ -93,7 +94,8 @@ TEST_CASE("compare runs every router and fleet size on one trace, the same with 
   REQUIRE(run_cli({"generate", "multi-turn", "--requests", "300", "--seed", "3", "-o", trace}).rc == 0);
   auto cmp = [&](const std::string& out, const std::string& threads) {
     return run_cli({"compare", trace, "--mode", "engine", "--policies", "lru", "--kv-blocks", "3000", "--routers",
-                    "round-robin,prefix:cache_threshold=0.5,kv-aware", "--replicas", "1,3", "--threads", threads,
+                    "round-robin,prefix:cache_threshold=0.5,kv-aware,llm-d,llm-d:precise-prefix=3,kv-util=2,queue=2",
+                    "--replicas", "1,3", "--threads", threads,
                     "--out", dir + "/" + out, "--quiet"});
   };
   auto r = cmp("t1", "1");
@@ -103,7 +105,7 @@ TEST_CASE("compare runs every router and fleet size on one trace, the same with 
   for (const char* f : {"/compare.json", "/compare.csv", "/compare.md"})
     CHECK(read_file(dir + "/t1" + f) == read_file(dir + "/t2" + f));
   const json c = json_of(dir + "/t1/compare.json");
-  REQUIRE(c["results"].size() == 6);
+  REQUIRE(c["results"].size() == 10);
   // Every pair equals `replay` with the same router and fleet size.
   for (const json& row : c["results"]) {
     const std::string router = row["router"];

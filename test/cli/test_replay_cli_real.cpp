@@ -5,12 +5,12 @@
 
 #include "test/support.h"
 
+namespace test_replay_cli_real {
+
 using namespace prefixsim::test;
 using nlohmann::json;
 
-namespace {
 json report_of(const std::string& out) { return json::parse(read_file(out + "/report.json")); }
-}  // namespace
 
 TEST_CASE("replay of a Mooncake slice in cache mode matches the independent LRU figure", "[cli][replay][real]") {
   auto trace = shared_path("traces/mooncake/conversation_trace.jsonl");
@@ -32,3 +32,5 @@ TEST_CASE("replay of a Mooncake slice in cache mode matches the independent LRU 
   CHECK(erep["trace"]["requests"] == 300);
   CHECK(erep["latency_ms"]["ttft"]["count"] == 300);
 }
+
+}  // namespace test_replay_cli_real

@@ -9,11 +9,10 @@
 
 #include "test/support.h"
 
+namespace test_scenario_core_cli {
+
 using namespace prefixsim::test;
 using nlohmann::json;
-
-namespace {
-
 
 json json_of(const std::string& path) { return json::parse(read_file(path)); }
 
@@ -27,8 +26,6 @@ std::string ten_at_one_per_second(const std::string& dir) {
   }
   return write_text_file(dir, "ten.jsonl", t);
 }
-
-}  // namespace
 
 TEST_CASE("compare --mode engine gives, pair for pair, what replay gives with the same flags", "[cli][scenario]") {
   const std::string dir = temp_dir("core-pairs");
@@ -241,3 +238,5 @@ TEST_CASE("--warmup replays the first requests to warm the cache and leaves them
   CHECK(both.rc == 2);
   CHECK(both.err.find("--warmup: give --warmup or --warmup-seconds, not both") != std::string::npos);
 }
+
+}  // namespace test_scenario_core_cli

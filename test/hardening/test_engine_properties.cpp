@@ -25,9 +25,9 @@
 #include "sim/engine/engine.h"
 #include "sim/kv/kv_cache_manager.h"
 
-using namespace prefixsim;
+namespace test_engine_properties {
 
-namespace {
+using namespace prefixsim;
 
 class VectorSource final : public RequestSource {
  public:
@@ -120,8 +120,6 @@ Trace random_trace(std::mt19937_64& rng, int n, int32_t max_prompt) {
   }
   return tr;
 }
-
-}  // namespace
 
 TEST_CASE("engine properties hold on random traces, pool sizes and scheduler settings", "[property][engine]") {
   const ModelSpec& model = find_model("llama-3.1-8b");
@@ -259,3 +257,5 @@ TEST_CASE("fifo's cursor, lfu's and leaf-first's lists and GreedyDual's buckets 
   }
   CHECK(total_evictions > 1000);  // the pools were small enough to make the policies choose
 }
+
+}  // namespace test_engine_properties

@@ -18,9 +18,9 @@
 #include "traces/analysis.h"
 #include "workloads/workload.h"
 
-using namespace prefixsim;
+namespace test_ideal_hit_consistency {
 
-namespace {
+using namespace prefixsim;
 
 std::vector<Request> preset_requests(const std::string& preset, int64_t n, uint64_t seed) {
   workloads::WorkloadOverrides o;
@@ -42,8 +42,6 @@ double ideal_of(const std::vector<Request>& reqs, int32_t B) {
   REQUIRE(ideal.valid());
   return ideal.hit_rate();
 }
-
-}  // namespace
 
 TEST_CASE("replay, analyze and an unbounded cache-mode replay give one ideal hit rate on every preset",
           "[ideal][property]") {
@@ -114,3 +112,5 @@ TEST_CASE("a cache-mode replay at analyze's KV budget for a target hit rate reac
     }
   }
 }
+
+}  // namespace test_ideal_hit_consistency

@@ -25,12 +25,12 @@
 #include "test/support.h"
 #include "test/traces/trace_test_util.h"
 
+namespace test_bailian_reader {
+
 using namespace prefixsim;
 using namespace prefixsim::test;
 
-namespace {
 const std::string kFixture = data_path("traces/bailian_small.jsonl");
-}
 
 TEST_CASE("a Bailian trace is detected by its keys and read field by field", "[traces][bailian]") {
   auto src = open_trace(kFixture, {});
@@ -122,3 +122,5 @@ TEST_CASE("a bad Bailian line is an error naming file, line and field", "[traces
     }
   }
 }
+
+}  // namespace test_bailian_reader

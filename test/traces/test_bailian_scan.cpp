@@ -12,10 +12,10 @@
 #include "test/traces/scan_test_util.h"
 #include "traces/bailian_scan.h"
 
+namespace test_bailian_scan {
+
 using namespace prefixsim;
 using namespace prefixsim::test;
-
-namespace {
 
 std::string pad_buf;  // padded()'s buffer
 
@@ -43,8 +43,6 @@ std::string random_row(std::mt19937_64& rng, bool longer) {
   m.emplace_back("hash_ids", list + ws(rng) + "]");
   return object_of(m, rng);
 }
-
-}  // namespace
 
 TEST_CASE("the Bailian scanner takes plain rows in any key order and spacing, with simdjson's values",
           "[traces][bailian_scan]") {
@@ -109,3 +107,5 @@ TEST_CASE("the Bailian scanner declines what it leaves to simdjson; both paths r
     check_both_paths(make_bailian_source, kContext + line + "\n");
   }
 }
+
+}  // namespace test_bailian_scan

@@ -13,10 +13,10 @@
 #include "test/traces/scan_test_util.h"
 #include "traces/json_scan_lists.h"
 
+namespace test_json_scan {
+
 using namespace prefixsim::json_scan;
 using prefixsim::test::padded;
-
-namespace {
 
 std::string pad_buf;
 
@@ -68,8 +68,6 @@ std::string random_list(std::mt19937_64& rng) {
   s += rng() % 5 ? "]" : " ]";
   return s;
 }
-
-}  // namespace
 
 TEST_CASE("scan_uint reads 1 to 19 digits wherever the line ends, and refuses the rest", "[traces][json_scan]") {
   std::mt19937_64 rng(41);
@@ -180,3 +178,5 @@ TEST_CASE("scan_string takes what simdjson reads unchanged, and declines the res
   }
   CHECK(taken > 5000);
 }
+
+}  // namespace test_json_scan

@@ -19,13 +19,13 @@
 #include "traces/mooncake_scan.h"
 #include "traces/trace_reader.h"
 
+namespace test_mooncake_scan {
+
 using prefixsim::MooncakeLine;
 using prefixsim::scan_mooncake_line;
 using prefixsim::test::padded;
 using prefixsim::test::random_uint;
 using prefixsim::test::ws;
-
-namespace {
 
 std::string pad_buf;  // padded()'s buffer
 
@@ -102,8 +102,6 @@ std::string random_line(std::mt19937_64& rng) {
 std::string mutate(const std::string& s, std::mt19937_64& rng) {
   return prefixsim::test::mutate(s, rng, "{}[]\":,.-+eE0123456789 \t\\axu\x01\xc3");
 }
-
-}  // namespace
 
 TEST_CASE("the Mooncake scanner accepts plain lines in any key order and spacing, with simdjson's values",
           "[traces][mooncake_scan]") {
@@ -250,3 +248,5 @@ TEST_CASE("Mooncake lines read the same with and without the fast path, mutated 
                                           line + "\n");
   }
 }
+
+}  // namespace test_mooncake_scan

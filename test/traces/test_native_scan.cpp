@@ -12,10 +12,10 @@
 #include "traces/native_scan.h"
 #include "traces/native_writer.h"
 
+namespace test_native_scan {
+
 using namespace prefixsim;
 using namespace prefixsim::test;
-
-namespace {
 
 std::string pad_buf;  // padded()'s buffer
 
@@ -61,8 +61,6 @@ std::string random_native_line(std::mt19937_64& rng, bool longer, int32_t trace_
   if (rng() % 4 == 0) m.emplace_back("lora", random_uint(rng, 9));
   return object_of(m, rng);
 }
-
-}  // namespace
 
 TEST_CASE("the native scanner takes plain lines in any key order and spacing, with simdjson's values",
           "[traces][native_scan]") {
@@ -197,3 +195,5 @@ TEST_CASE("what the native writer writes, the scanner reads back exactly", "[tra
   }
   check_both_paths(make_native_source, text);
 }
+
+}  // namespace test_native_scan

@@ -25,10 +25,11 @@
 #include "test/support.h"
 #include "test/traces/trace_test_util.h"
 
+namespace test_weka_reader {
+
 using namespace prefixsim;
 using namespace prefixsim::test;
 
-namespace {
 const std::string kFixture = "traces/weka_small.jsonl";
 
 std::map<std::string, Request> by_id(const std::vector<Request>& reqs) {
@@ -36,7 +37,6 @@ std::map<std::string, Request> by_id(const std::vector<Request>& reqs) {
   for (const Request& r : reqs) m[r.id] = r;
   return m;
 }
-}  // namespace
 
 TEST_CASE("a JSONL of kv-cache-tester conversations reads one conversation per line", "[traces][weka]") {
   CHECK(open_trace(data_path(kFixture), {})->format() == "kvcache-tester");
@@ -118,3 +118,5 @@ TEST_CASE("a bad line of a conversation JSONL is reported with its line number",
     }
   }
 }
+
+}  // namespace test_weka_reader

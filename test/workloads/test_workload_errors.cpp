@@ -7,9 +7,10 @@
 #include "test/support.h"
 #include "workloads/workload.h"
 
+namespace test_workload_errors {
+
 using namespace prefixsim;
 
-namespace {
 std::string write_yaml(const std::string& text) {
   const std::string path = test::temp_dir("badyaml") + "/bad.yaml";
   std::ofstream(path) << text;
@@ -24,7 +25,6 @@ std::string error_of(const std::string& workload) {
   }
   return "(no error)";
 }
-}  // namespace
 
 TEST_CASE("an unknown preset that is not a file either is an input error listing the presets",
           "[workloads][errors]") {
@@ -104,3 +104,5 @@ TEST_CASE("empirical lengths from a trace draw that trace's prompt and output le
   }
   CHECK(n == 100);
 }
+
+}  // namespace test_workload_errors

@@ -21,10 +21,10 @@
 #include "test/sim/cost/synthetic_steps.h"
 #include "test/support.h"
 
+namespace test_calibration_samples {
+
 using namespace prefixsim;
 using Catch::Matchers::Contains;
-
-namespace {
 
 CostCoefficients truth() { return test::known_coefficients(); }
 using Step = test::SyntheticStep;
@@ -63,8 +63,6 @@ std::string synthetic_file(const CostCoefficients& c) {
 }
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-}  // namespace
 
 TEST_CASE("a synthetic samples file reads back every header field and row", "[calibration]") {
   const CalibrationSamples s = parse_calibration_samples(synthetic_file(truth()), "synthetic.csv");
@@ -309,3 +307,5 @@ TEST_CASE("prefixsim gpu validate prints the errors and gates on --max-mape", "[
   CHECK(bad.rc == 2);
   CHECK_THAT(bad.err, Contains("nosuch.csv"));
 }
+
+}  // namespace test_calibration_samples

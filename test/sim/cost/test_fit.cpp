@@ -9,10 +9,10 @@
 #include "sim/cost/fit.h"
 #include "test/sim/cost/synthetic_steps.h"
 
+namespace test_fit {
+
 using namespace prefixsim;
 using Catch::Matchers::Contains;
-
-namespace {
 
 CostCoefficients truth() { return test::known_coefficients(); }
 
@@ -29,8 +29,6 @@ std::vector<StepSample> measure(const CostCoefficients& c, double noise, uint64_
   for (const BatchSummary& b : grid()) out.push_back({b, step_seconds(c, b) * (1 + (noise > 0 ? gauss(rng) : 0.0))});
   return out;
 }
-
-}  // namespace
 
 TEST_CASE("nnls pins a coefficient the unconstrained solution makes negative at zero", "[fit]") {
   // A = [[1,1],[1,0],[0,1]], b = [1,2,-1]: unconstrained x = (2,-1). With
@@ -111,3 +109,5 @@ TEST_CASE("fitting refuses too few or meaningless samples", "[fit]") {
   o.held_out_every = 1;
   CHECK_THROWS_AS(fit_cost_model(measure(truth(), 0, 1), o), InputError);
 }
+
+}  // namespace test_fit

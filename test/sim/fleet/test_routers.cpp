@@ -8,63 +8,11 @@
 
 #include "sim/base/error.h"
 #include "sim/fleet/router.h"
+#include "test/sim/fleet/fake_fleet.h"
 
 using namespace prefixsim;
 
-namespace {
-
-struct FakeReplica {
-  size_t load = 0;
-  int64_t queued = 0;
-  int64_t active = 0;
-  size_t cached = 0;  // leading prompt blocks cached
-};
-
-class FakeFleet final : public FleetView {
- public:
-  explicit FakeFleet(std::vector<FakeReplica> r) : r_(std::move(r)) {}
-  uint32_t size() const override { return static_cast<uint32_t>(r_.size()); }
-  size_t load(uint32_t i) const override { return r_[i].load; }
-  int64_t queued_prompt_tokens(uint32_t i) const override { return r_[i].queued; }
-  int64_t active_blocks(uint32_t i) const override { return r_[i].active; }
-  size_t cached_prefix_blocks(uint32_t i, std::span<const BlockHash> p) const override {
-    return std::min(r_[i].cached, p.size());
-  }
-  TimeNs now() const override { return 0; }
-  std::vector<FakeReplica> r_;
-};
-
-struct Prompt {
-  Request req;
-  std::vector<BlockHash> blocks;
-  RouteQuery query() const {
-    RouteQuery q;
-    q.request = &req;
-    q.prompt_blocks = blocks;
-    q.block_size = 16;
-    return q;
-  }
-};
-
-// A prompt of `n` full 16-token blocks; `family` decides its hashes (equal
-// families share every block), `id`/`session` name it.
-Prompt prompt(uint64_t family, size_t n, const std::string& id = "r", const std::string& session = "") {
-  Prompt p;
-  p.req.id = id;
-  p.req.session = session;
-  p.req.prompt_len = static_cast<int64_t>(n) * 16;
-  for (size_t i = 0; i < n; ++i) p.blocks.push_back(BlockHash{family * 1000 + i + 1, family});
-  return p;
-}
-
-std::unique_ptr<Router> make(const std::string& spec, uint32_t n = 3) {
-  RouterContext c;
-  c.replicas = n;
-  c.pool_blocks = 1000;
-  return make_router(spec, c);
-}
-
-}  // namespace
+using namespace prefixsim::fleet_test;
 
 TEST_CASE("round-robin takes replicas in turn whatever their load", "[router]") {
   auto r = make("round-robin");
@@ -214,7 +162,7 @@ TEST_CASE("the router registry names every router and rejects bad specs", "[rout
     const Prompt p = prompt(1, 2);
     CHECK(r->route(p.query(), f) < 3);
   }
-  CHECK(router_registry().size() == 6);
+  CHECK(router_registry().size() == 7);
   CHECK_THROWS_WITH(make("nearest"), Catch::Contains("unknown router 'nearest'") && Catch::Contains("kv-aware"));
   CHECK_THROWS_WITH(make("prefix:cache_threshold=2"), Catch::Contains("--router prefix: cache_threshold must be in"));
   CHECK_THROWS_WITH(make("random:colour=red"), Catch::Contains("--router random: unknown parameter 'colour'"));
