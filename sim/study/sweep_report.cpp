@@ -1,5 +1,6 @@
 #include "sim/study/sweep_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -147,11 +148,33 @@ std::vector<std::string> resumable_rows(const std::string& path, const Grid& g, 
                      " (its points would not be comparable); remove it or write to another --out");
   if (old["columns"] != ojson(sweep_metric_names()))
     throw InputError(path + ": --resume: written by another version of sweep (other columns); run it afresh");
+  // Every kept row is checked as strictly as a fresh one is made: a point
+  // of this grid, once, with every column a number or null and nothing
+  // else. A sweep is only ever extended; rows are never dropped or trusted.
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < points.size(); ++i) index[nlohmann::json(points[i].params).dump()] = i;
-  for (const ojson& row : old["results"]) {
-    auto it = index.find(row.contains("params") ? nlohmann::json(row["params"]).dump() : "");
-    if (it == index.end()) continue;
+  std::vector<size_t> from_row(points.size(), 0);
+  const std::vector<std::string>& columns = sweep_metric_names();
+  for (size_t k = 0; k < old["results"].size(); ++k) {
+    const ojson& row = old["results"][k];
+    const std::string at = path + ": --resume: results[" + std::to_string(k) + "]";
+    if (!row.is_object() || !row.contains("params") || !row["params"].is_object())
+      throw InputError(at + ": not a sweep row (an object with params)");
+    auto it = index.find(nlohmann::json(row["params"]).dump());
+    if (it == index.end())
+      throw InputError(at + ": params " + row["params"].dump() + " are not a point of " + g.path +
+                       " (resume only extends a sweep; write to another --out to drop points)");
+    if (from_row[it->second])
+      throw InputError(at + ": repeats the params of results[" + std::to_string(from_row[it->second] - 1) + "]");
+    from_row[it->second] = k + 1;
+    for (auto f = row.begin(); f != row.end(); ++f)
+      if (f.key() != "params" && std::find(columns.begin(), columns.end(), f.key()) == columns.end())
+        throw InputError(at + ": unknown field '" + f.key() + "'");
+    for (const std::string& c : columns) {
+      if (!row.contains(c)) throw InputError(at + ": no " + c);
+      if (!row[c].is_number() && !row[c].is_null())
+        throw InputError(at + "." + c + ": expected a number or null, got " + row[c].dump());
+    }
     ojson kept = row;
     kept["params"] = points[it->second].params;  // in the grid's key order
     rows[it->second] = kept.dump();

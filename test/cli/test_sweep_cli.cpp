@@ -4,6 +4,8 @@
 // does), and bad grids (exit 2, "FILE:LINE: key: ...").
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -127,6 +129,43 @@ TEST_CASE("sweep --resume keeps the points already done and writes what a fresh 
   auto bad = sweep(other_base, dir + "/out", {"--resume"});
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("another base scenario") != std::string::npos);
+}
+
+TEST_CASE("sweep --resume refuses a kept row it cannot trust, naming it, and leaves the file", "[cli][sweep]") {
+  const std::string dir = temp_dir("sweep-resume-bad");
+  const std::string trace = trace_in(dir);
+  const std::string grid = write_text_file(
+      dir, "grid.yaml", "base:\n  trace: " + trace + "\n  mode: cache\naxes:\n  kv_blocks: [40, 80]\n");
+  REQUIRE(sweep(grid, dir + "/good").rc == 0);
+  const json good = json::parse(read_file(dir + "/good/sweep.json"));
+  struct Case {
+    const char* name;
+    std::function<void(json&)> spoil;
+    const char* says;
+  } cases[] = {
+      {"a text figure", [](json& j) { j["results"][0]["hit_rate"] = "abc"; },
+       "results[0].hit_rate: expected a number or null, got \"abc\""},
+      {"a missing figure", [](json& j) { j["results"][1].erase("ttft_p99_ms"); }, "results[1]: no ttft_p99_ms"},
+      {"an unknown field", [](json& j) { j["results"][0]["hit_rate_pct"] = 1; }, "results[0]: unknown field 'hit_rate_pct'"},
+      {"repeated params", [](json& j) { j["results"][1]["params"] = j["results"][0]["params"]; },
+       "results[1]: repeats the params of results[0]"},
+      {"params off the grid", [](json& j) { j["results"][1]["params"]["kv_blocks"] = 99; }, "are not a point of"},
+      {"a row that is not an object", [](json& j) { j["results"][0] = 3; }, "results[0]: not a sweep row"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    json spoilt = good;
+    c.spoil(spoilt);
+    const std::string out = dir + "/case" + std::to_string(&c - cases);
+    std::filesystem::create_directories(out);
+    const std::string text = spoilt.dump(2) + "\n";
+    write_text_file(out, "sweep.json", text);
+    const CliResult r = sweep(grid, out, {"--resume"});
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find(c.says) != std::string::npos);
+    CHECK(read_file(out + "/sweep.json") == text);
+  }
 }
 
 TEST_CASE("bad grids are exit 2 naming the file, line and key", "[cli][sweep]") {
