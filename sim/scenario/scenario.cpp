@@ -320,7 +320,7 @@ void validate(const Scenario& s) {
   const std::pair<const char*, const std::string*> strings[] = {
       {"--trace", &s.trace}, {"--workload", &s.workload}, {"--format", &s.format}, {"--mode", &s.mode},
       {"--policy", &s.policy}, {"--router", &s.router}, {"--model", &s.model}, {"--gpu", &s.gpu}, {"--profile", &s.profile},
-      {"--out", &s.out}};
+      {"--kv-tier", &s.kv_tiers}, {"--out", &s.out}};
   for (const auto& [flag, str] : strings)
     if (!valid_utf8(*str)) bad(flag, "must be valid UTF-8 (it goes into report.json)");
   if (s.kv_cache_dtype != "auto" && s.kv_cache_dtype != "fp8")

@@ -332,6 +332,11 @@ std::vector<BadCase> bad_cases() {
       {"compare a trace path that is not UTF-8", {}, {"compare", "@/t\xff.jsonl", "--policies", "lru", "--kv-blocks", "100"},
        "TRACE: must be valid UTF-8"},
       {"analyze a trace path that is not UTF-8", {}, {"analyze", "@/t\xff.jsonl"}, "TRACE: must be valid UTF-8"},
+      {"replay a KV tier named in bytes that are not UTF-8", {}, {"replay", "--kv-tier", "s\xff:size=1,read=5", "--requests", "10"},
+       "--kv-tier: must be valid UTF-8"},
+      {"plan a KV tier named in bytes that are not UTF-8", {},
+       {"plan", "%/mooncake_small.jsonl", "--slo", "ttft_p99=2s", "--kv-tier", "s\xff:size=1,read=5", "--out", "@/out"},
+       "--kv-tier: must be valid UTF-8"},
       // 0xF6 leads a 4-byte form above U+10FFFF: structurally plausible, not UTF-8.
       {"scenario YAML with a string that is not UTF-8", {{"s.yaml", "workload: \xf6\x96\x96\x87" "0\n"}},
        {"replay", "--config", "@/s.yaml"}, "s.yaml:1: workload: must be valid UTF-8"},
