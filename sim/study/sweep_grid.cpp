@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -53,7 +54,7 @@ std::vector<GridValue> expand_range(const std::string& path, const std::string& 
   }
   if (!r["from"] || !r["to"]) fail(path, line, key, "a range needs from and to");
   if (!r["step"] == !r["factor"]) fail(path, line, key, "a range needs one of step (arithmetic) or factor (geometric)");
-  auto number = [&](const char* field, double& d, bool& integral) {
+  auto number = [&](const char* field, double& d, bool& integral, int64_t& exact) {
     const YAML::Node n = r[field];
     try {
       d = n.as<double>();
@@ -61,29 +62,49 @@ std::vector<GridValue> expand_range(const std::string& path, const std::string& 
       fail(path, line_of(n), key, std::string("range ") + field + ": expected a number");
     }
     if (!std::isfinite(d)) fail(path, line_of(n), key, std::string("range ") + field + ": expected a finite number");
-    int64_t i = 0;
-    integral = YAML::convert<int64_t>::decode(n, i);
+    integral = YAML::convert<int64_t>::decode(n, exact);
   };
   double from = 0, to = 0, by = 0;
   bool int_from = false, int_to = false, int_by = true;
-  number("from", from, int_from);
-  number("to", to, int_to);
+  int64_t from_i = 0, to_i = 0, by_i = 0;
+  number("from", from, int_from, from_i);
+  number("to", to, int_to, to_i);
   const bool geometric = static_cast<bool>(r["factor"]);
-  number(geometric ? "factor" : "step", by, int_by);
+  number(geometric ? "factor" : "step", by, int_by, by_i);
   if (!geometric && !(by > 0)) fail(path, line, key, "range step: must be positive");
   if (geometric && !(by > 1)) fail(path, line, key, "range factor: must be more than 1");
   if (geometric && !(from > 0)) fail(path, line, key, "a geometric range starts above 0");
   if (from > to) fail(path, line, key, "an empty axis: the range's from is above its to");
-  const bool integral = int_from && int_to && int_by;
   constexpr size_t kMaxValues = 100000;
   std::vector<GridValue> out;
-  const double tolerance = 1e-9 * std::max(std::fabs(from), std::fabs(to));
+  auto add = [&](const std::string& text) {
+    if (out.size() == kMaxValues) fail(path, line, key, "a range of more than 100000 values");
+    out.push_back({YAML::Node(text), line});
+  };
+  if (int_from && int_to && int_by) {
+    // Integers are counted exactly: a double loses them past 2^53, where
+    // from + i * step stops moving and the range never ends.
+    for (int64_t v = from_i;;) {
+      add(std::to_string(v));
+      int64_t next = 0;
+      if (geometric ? __builtin_mul_overflow(v, by_i, &next) : __builtin_add_overflow(v, by_i, &next)) break;
+      if (next > to_i) break;
+      v = next;
+    }
+    return out;
+  }
+  // Room for rounding in from + i * step: a billionth of the step, or a
+  // few units in the last place of the values (a billionth of their size
+  // would let a range near 1e15 run a million values past its end).
+  const double magnitude = std::max(std::fabs(from), std::fabs(to));
+  const double tolerance = geometric ? 1e-9 * magnitude
+                                     : std::max(1e-9 * by, 4 * std::numeric_limits<double>::epsilon() * magnitude);
   for (size_t i = 0;; ++i) {
     const double v = geometric ? from * std::pow(by, static_cast<double>(i)) : from + static_cast<double>(i) * by;
     if (v > to + tolerance) break;
-    if (out.size() == kMaxValues) fail(path, line, key, "a range of more than 100000 values");
-    const std::string text = integral ? std::to_string(std::llround(v)) : format_number(v);
-    out.push_back({YAML::Node(text), line});
+    if (i > 0 && v <= from + (static_cast<double>(i) - 1) * by && !geometric)
+      fail(path, line, key, "range step: too small to move past " + format_number(v) + " in a double");
+    add(format_number(v));
   }
   return out;
 }

@@ -179,6 +179,13 @@ TEST_CASE("bad grids are exit 2 naming the file, line and key", "[cli][sweep]") 
       {base + "axes:\n  polcy: [lru]\n", ":5: polcy: unknown key"},
       {base + "axes:\n  policy: []\n", ":5: policy: an empty axis"},
       {base + "axes:\n  kv_blocks: {from: 90, to: 10, step: 10}\n", ":5: kv_blocks: an empty axis"},
+      // Two integers past 2^53 are two values (a double could not step from one to the other), and the
+      // second is the scenario's to refuse.
+      {base + "axes:\n  kv_blocks: {from: 9007199254740992, to: 9007199254740993, step: 1}\n",
+       ":5: kv_blocks: --kv-blocks: must be in [2, 2^31-1] (the count includes the null block), got 9007199254740992"},
+      {base + "axes:\n  kv_blocks: {from: 1, to: 1000000, step: 1}\n", ":5: kv_blocks: a range of more than 100000 values"},
+      {base + "axes:\n  gpu_mem_util: {from: 1.0e15, to: 1.00000000000001e15, step: 0.001}\n",
+       ":5: gpu_mem_util: range step: too small to move past"},
       {base + "axes:\n  mode: [engine]\n", ":5: mode: contradictory: also set in base (line 3)"},
       {base + "axes:\n  kv_blocks: [10]\nzip:\n  - {kv_gb: [1]}\n", ":7: kv_gb: contradictory"},
       {base + "axes:\n  policy: [lru]\nzip:\n  - {kv_blocks: [10, 20], block_size: [16]}\n",
