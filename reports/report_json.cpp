@@ -120,6 +120,15 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
     j["fleet"] = ojson{{"replicas", r.replicas.size()},
                        {"imbalance", ojson{{"requests", r.imbalance.requests},
                                            {"prompt_tokens", r.imbalance.prompt_tokens}}}};
+    if (r.router_view) {
+      const RouterViewReport& v = *r.router_view;
+      j["fleet"]["router_view"] = ojson{{"kv_lag_ms", v.kv_lag_ms},
+                                        {"decisions", v.decisions},
+                                        {"mispredicted", v.mispredicted},
+                                        {"predicted_blocks", v.predicted_blocks},
+                                        {"actual_blocks", v.actual_blocks},
+                                        {"oracle_blocks", v.oracle_blocks}};
+    }
     j["replicas"] = reps;
   }
   if (!r.tiers.empty()) {

@@ -186,6 +186,18 @@ struct FleetImbalance {
   double prompt_tokens = 0;
 };
 
+// A prefix-aware router whose view of the caches lags (--router-kv-lag-ms):
+// over its decisions, the leading prompt blocks it believed the chosen
+// replica held, what that replica held, and what the best replica held.
+struct RouterViewReport {
+  double kv_lag_ms = 0;
+  uint64_t decisions = 0;
+  uint64_t mispredicted = 0;
+  uint64_t predicted_blocks = 0;
+  uint64_t actual_blocks = 0;
+  uint64_t oracle_blocks = 0;
+};
+
 // What the run itself found that is neither configuration nor a metric
 // section: report.json's `run` (results never go into `scenario`).
 struct RunFacts {
@@ -210,6 +222,7 @@ struct RunReport {
   // A fleet (more than one replica): per replica, and the load imbalance.
   std::vector<ReplicaReport> replicas;
   FleetImbalance imbalance;
+  std::optional<RouterViewReport> router_view;  // only with a lag
   std::vector<TierReport> tiers;  // KV tiers below the GPU; empty: none
 };
 

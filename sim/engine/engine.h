@@ -176,6 +176,7 @@ class Engine {
   uint32_t index() const { return index_; }
   const Scheduler& scheduler() const { return sched_; }
   const KvCacheManager& kv() const { return kv_; }
+  KvCacheManager& kv() { return kv_; }
   // Requests queued or running here (a router's load).
   size_t num_requests() const { return sched_.num_waiting() + sched_.num_running(); }
   size_t num_waiting() const { return sched_.num_waiting(); }

@@ -1,6 +1,8 @@
 #include "sim/fleet/fleet.h"
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 #include "sim/kv/block_pool.h"
 
@@ -10,7 +12,9 @@ namespace {
 // The router's view of real replicas.
 class EngineFleetView final : public FleetView {
  public:
-  EngineFleetView(std::span<Engine* const> replicas, const EventLoop& loop) : replicas_(replicas), loop_(loop) {}
+  EngineFleetView(std::span<Engine* const> replicas, const EventLoop& loop,
+                  std::span<const std::unique_ptr<LaggedCacheIndex>> lagged)
+      : replicas_(replicas), loop_(loop), lagged_(lagged) {}
   uint32_t size() const override { return static_cast<uint32_t>(replicas_.size()); }
   size_t load(uint32_t i) const override { return replicas_[i]->num_requests(); }
   size_t waiting(uint32_t i) const override { return replicas_[i]->num_waiting(); }
@@ -22,31 +26,76 @@ class EngineFleetView final : public FleetView {
     return pool.num_usable() - pool.num_free();
   }
   size_t cached_prefix_blocks(uint32_t i, std::span<const BlockHash> prompt) const override {
+    if (!lagged_.empty()) return lagged_[i]->leading(prompt, loop_.now());
+    return truly_cached(i, prompt);
+  }
+  TimeNs now() const override { return loop_.now(); }
+  // What replica i's pool holds right now, whatever the router's view.
+  size_t truly_cached(uint32_t i, std::span<const BlockHash> prompt) const {
     const BlockPool& pool = replicas_[i]->kv().pool();
     if (!pool.caching_enabled()) return 0;
     size_t n = 0;
     while (n < prompt.size() && pool.find(prompt[n]) != kNoBlock) ++n;
     return n;
   }
-  TimeNs now() const override { return loop_.now(); }
 
  private:
   std::span<Engine* const> replicas_;
   const EventLoop& loop_;
+  std::span<const std::unique_ptr<LaggedCacheIndex>> lagged_;  // empty: no lag
+};
+
+// The lagging indices listen to the pools for one run, then hand each pool
+// its earlier listener back.
+class LaggedIndices {
+ public:
+  LaggedIndices(std::span<Engine* const> replicas, const EventLoop& loop, TimeNs lag) {
+    if (lag <= 0) return;
+    for (Engine* e : replicas) {
+      BlockPool& pool = e->kv().pool();
+      indices_.push_back(std::make_unique<LaggedCacheIndex>(loop, lag, pool.listener()));
+      pools_.push_back(&pool);
+      pool.set_listener(indices_.back().get());
+    }
+  }
+  ~LaggedIndices() {
+    for (size_t i = 0; i < pools_.size(); ++i) pools_[i]->set_listener(indices_[i]->next());
+  }
+  LaggedIndices(const LaggedIndices&) = delete;
+  LaggedIndices& operator=(const LaggedIndices&) = delete;
+  std::span<const std::unique_ptr<LaggedCacheIndex>> get() const { return indices_; }
+
+ private:
+  std::vector<std::unique_ptr<LaggedCacheIndex>> indices_;
+  std::vector<BlockPool*> pools_;
 };
 
 }  // namespace
 
 FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, Router& router,
-                      int32_t block_size) {
-  EngineFleetView view(replicas, loop);
+                      int32_t block_size, TimeNs kv_lag, RouterViewStats* stats) {
+  LaggedIndices lagged(replicas, loop, kv_lag);
+  EngineFleetView view(replicas, loop, lagged.get());
   const bool wants_blocks = router.needs_prompt_blocks();
+  const bool tally = stats && wants_blocks && kv_lag > 0;
   return drive_replicas(loop, source, replicas, [&](Request& r) {
     RouteQuery q;
     q.request = &r;
     q.block_size = block_size;
     if (wants_blocks) q.prompt_blocks = r.ensure_prompt_chain(block_size).hashes();
-    return router.route(q, view);
+    const uint32_t choice = router.route(q, view);
+    if (tally) {
+      const size_t predicted = view.cached_prefix_blocks(choice, q.prompt_blocks);
+      const size_t actual = view.truly_cached(choice, q.prompt_blocks);
+      size_t oracle = 0;
+      for (uint32_t i = 0; i < view.size(); ++i) oracle = std::max(oracle, view.truly_cached(i, q.prompt_blocks));
+      ++stats->decisions;
+      stats->mispredicted += predicted != actual;
+      stats->predicted_blocks += predicted;
+      stats->actual_blocks += actual;
+      stats->oracle_blocks += oracle;
+    }
+    return choice;
   });
 }
 

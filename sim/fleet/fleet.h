@@ -13,14 +13,19 @@
 #include "sim/engine/event_loop.h"
 #include "sim/engine/request_source.h"
 #include "sim/fleet/router.h"
+#include "sim/fleet/router_view.h"
 
 namespace prefixsim {
 
 // Replays `source` through `replicas` (built on `loop` with indices
 // 0..n-1), routing each arrival with `router`. `block_size` is the
-// replicas' (the prompt blocks a prefix-aware router reads).
+// replicas' (the prompt blocks a prefix-aware router reads). With
+// `kv_lag` > 0 the router sees each replica's cache through its KV events
+// delivered that late (router_view.h), and `stats`, when given, receives
+// what it believed against the truth at each decision of a prefix-aware
+// router.
 FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, Router& router,
-                      int32_t block_size);
+                      int32_t block_size, TimeNs kv_lag = 0, RouterViewStats* stats = nullptr);
 
 // A fleet's load imbalance: the largest per-replica count over the mean (1
 // is even; N means one replica took everything); 0 when all are 0.

@@ -129,6 +129,7 @@ class BlockPool {
   uint64_t evictions() const { return evictions_; }
   // Hears every block cached and evicted from now on (nullptr: none).
   void set_listener(PoolListener* l) { listener_ = l; }
+  PoolListener* listener() const { return listener_; }
 
   // Returns an empty string when the invariant holds, else what is broken.
   std::string check_invariants() const;

@@ -14,6 +14,7 @@
 
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
+#include "sim/base/text_fields.h"
 #include "sim/base/json_out.h"
 #include "sim/base/yaml_doc.h"
 
@@ -116,6 +117,9 @@ const std::vector<ScenarioOption>& scenario_options() {
       {"router", "router", &Scenario::router, Echo::with_fleet, kForReplay | kForPlan,
        "with --replicas: which replica takes each request, name[:key=value,...]: round-robin (default), random, "
        "least-loaded, session, prefix, kv-aware, llm-d"},
+      {"router-kv-lag-ms", "router_kv_lag_ms", &Scenario::router_kv_lag_ms, Echo::if_changed, kAll,
+       "with --replicas: the replicas' KV events (block stored / removed) reach a prefix-aware router this many ms "
+       "late, as llm-d's and Dynamo's do; 0 (default): it reads the caches as they are"},
       {"model", "model", &Scenario::model, Echo::value, kAll,
        "model from the catalog (default llama-3.1-8b; see prefixsim catalog)"},
       {"gpu", "gpu", &Scenario::gpu, Echo::value, kAll, "GPU from the catalog (default h100-sxm-80gb)"},
@@ -337,6 +341,8 @@ void validate(const Scenario& s) {
   if (s.warmup && *s.warmup < 0) bad("--warmup", "must be >= 0 requests");
   if (s.warmup_seconds && !(*s.warmup_seconds >= 0 && *s.warmup_seconds < 9.2e9)) bad("--warmup-seconds", "must be in [0, 9.2e9) seconds");
   if (s.warmup && s.warmup_seconds) bad("--warmup", "give --warmup or --warmup-seconds, not both");
+  if (!(s.router_kv_lag_ms >= 0 && s.router_kv_lag_ms <= 3.6e6))
+    bad("--router-kv-lag-ms", "must be in [0, 3600000] ms, got " + number_text(s.router_kv_lag_ms));
   if (!(s.conversation_rate > 0 && s.conversation_rate < 1e9)) bad("--conversation-rate", "must be in (0, 1e9) conversations per second");
   if (!(s.gpu_mem_util > 0 && s.gpu_mem_util <= 1)) bad("--gpu-mem-util", "must be in (0, 1]");
   if (s.tp < 1 || s.tp > 64) bad("--tp", "must be in [1, 64]");

@@ -1,7 +1,8 @@
 #include "sim/scenario/scenario_run.h"
 
-#include "sim/fleet/fleet.h"
+#include <cmath>
 
+#include "sim/fleet/fleet.h"
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 #include "sim/cost/shipped_profiles.h"
@@ -164,7 +165,7 @@ Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_block
 
 Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
              const PolicyContext& ctx)
-    : block_size(s.block_size) {
+    : block_size(s.block_size), router_kv_lag(static_cast<TimeNs>(std::llround(s.router_kv_lag_ms * 1e6))) {
   RouterContext rctx;
   rctx.replicas = static_cast<uint32_t>(s.replicas);
   rctx.block_size = s.block_size;
@@ -187,6 +188,8 @@ void Fleet::add_tiers(const std::vector<TierSpec>& specs) {
   for (size_t i = 0; i < engines.size(); ++i) engines[i]->set_tiers(tiers.stack(i));
 }
 
-FleetResult Fleet::run(RequestSource& source) { return run_fleet(loop, source, engines, *router, block_size); }
+FleetResult Fleet::run(RequestSource& source) {
+  return run_fleet(loop, source, engines, *router, block_size, router_kv_lag, &router_view);
+}
 
 }  // namespace prefixsim

@@ -19,6 +19,7 @@
 #include "sim/engine/arrivals.h"
 #include "sim/engine/engine.h"
 #include "sim/fleet/router.h"
+#include "sim/fleet/router_view.h"
 #include "sim/engine/request_source.h"
 #include "sim/engine/source_filters.h"
 #include "sim/kv/block_pool.h"
@@ -86,6 +87,8 @@ struct Fleet {
   std::vector<Engine*> engines;
   std::unique_ptr<Router> router;
   int32_t block_size;
+  TimeNs router_kv_lag = 0;     // --router-kv-lag-ms
+  RouterViewStats router_view;  // what a lagging prefix-aware router believed (run() fills it)
   FleetTiers tiers;
 };
 

@@ -65,6 +65,42 @@ TEST_CASE("replay with one replica writes today's report whatever the router", "
   }
 }
 
+TEST_CASE("a router whose KV events lag believes what the replicas no longer hold; lag 0 is today's run",
+          "[cli][fleet]") {
+  const std::string dir = temp_dir("fleet-lag");
+  auto replay = [&](const std::string& out, std::vector<std::string> more) {
+    std::vector<std::string> a = {"replay", "--replicas", "3", "--router", "kv-aware", "--out", dir + "/" + out};
+    a.insert(a.end(), more.begin(), more.end());
+    // A small pool churns: blocks are evicted while the router still counts them.
+    return run_cli(args(a, {"--workload", "multi-turn", "--requests", "300", "--kv-blocks", "300"}));
+  };
+  REQUIRE(replay("plain", {}).rc == 0);
+  REQUIRE(replay("zero", {"--router-kv-lag-ms", "0"}).rc == 0);
+  for (const char* f : {"report.json", "series.csv", "summary.md", "metrics.prom"}) {
+    INFO(f);
+    CHECK(read_file(dir + "/plain/" + f) == read_file(dir + "/zero/" + f));
+  }
+  CHECK_FALSE(json_of(dir + "/plain/report.json")["fleet"].contains("router_view"));
+  auto r = replay("late", {"--router-kv-lag-ms", "2000"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const json rep = json_of(dir + "/late/report.json");
+  CHECK(rep["scenario"]["router_kv_lag_ms"] == 2000);
+  const json v = rep["fleet"]["router_view"];
+  CHECK(v["kv_lag_ms"] == 2000);
+  CHECK(v["decisions"] == 300);
+  CHECK(v["mispredicted"].get<int>() > 0);
+  CHECK(v["predicted_blocks"] != v["actual_blocks"]);
+  CHECK(v["oracle_blocks"].get<int64_t>() >= v["actual_blocks"].get<int64_t>());
+  // The stale view changes where requests go, so the hits differ from the lag-0 run's.
+  CHECK(rep["prefix_cache"]["hit_tokens"] != json_of(dir + "/plain/report.json")["prefix_cache"]["hit_tokens"]);
+  // A router that reads no cache has no view to lag.
+  std::vector<std::string> rr = {"replay", "--replicas", "3", "--router", "round-robin", "--router-kv-lag-ms", "2000",
+                                 "--out", dir + "/rr"};
+  REQUIRE(run_cli(args(rr)).rc == 0);
+  CHECK_FALSE(json_of(dir + "/rr/report.json")["fleet"].contains("router_view"));
+}
+
 TEST_CASE("fleet misuse is exit 2 naming the flag", "[cli][fleet]") {
   const std::string dir = temp_dir("fleet-bad");
   struct Case {
@@ -76,6 +112,7 @@ TEST_CASE("fleet misuse is exit 2 naming the flag", "[cli][fleet]") {
       {{"--replicas", "2", "--mode", "cache"}, "--replicas: a fleet runs in engine mode"},
       {{"--replicas", "2", "--router", "prefix:cache_threshold=3"}, "--router prefix: cache_threshold must be in"},
       {{"--replicas", "2", "--router", "llm-d:picker=best"}, "--router llm-d: picker must be max-score"},
+      {{"--replicas", "2", "--router-kv-lag-ms", "-1"}, "--router-kv-lag-ms: must be in [0, 3600000] ms"},
       {{"--replicas", "2", "--steps-out", dir + "/steps.csv"}, "--steps-out: writes one replica's batches"},
   };
   for (const Case& c : cases) {
