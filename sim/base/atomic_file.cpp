@@ -112,6 +112,14 @@ void check_output_dir(const std::string& dir, const std::string& flag) {
   if (!S_ISDIR(st.st_mode)) throw InputError(named(flag, dir) + ": is " + kind_of(st) + ", not a directory");
 }
 
+bool same_path(const std::string& a, const std::string& b) {
+  std::error_code ea, eb;
+  const std::filesystem::path pa = std::filesystem::weakly_canonical(a, ea), pb = std::filesystem::weakly_canonical(b, eb);
+  if (ea || eb)
+    return std::filesystem::absolute(a).lexically_normal() == std::filesystem::absolute(b).lexically_normal();
+  return pa == pb;
+}
+
 void check_not_an_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs) {
   struct stat out {};
   if (::stat(path.c_str(), &out) != 0) return;  // absent: it cannot be an input

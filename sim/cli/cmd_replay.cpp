@@ -105,8 +105,13 @@ int cmd_replay(const Args& args) {
       check_not_an_input(s.out + "/" + name, "--out", inputs);
     }
     if (vm.count("steps-out")) {
-      check_output_file(vm["steps-out"].as<std::string>(), "--steps-out");
-      check_not_an_input(vm["steps-out"].as<std::string>(), "--steps-out", inputs);
+      const std::string steps_path = vm["steps-out"].as<std::string>();
+      check_output_file(steps_path, "--steps-out");
+      check_not_an_input(steps_path, "--steps-out", inputs);
+      // Before the run, not at the last rename: the outputs need not exist yet.
+      for (const std::string& name : run_output_names())
+        if (same_path(steps_path, s.out + "/" + name))
+          throw InputError("--steps-out: " + steps_path + " is --out's " + name + "; write the steps elsewhere");
     }
   }
   if (vm.count("steps-out") && s.mode != "engine")

@@ -332,6 +332,8 @@ std::vector<BadCase> bad_cases() {
       {"compare a trace path that is not UTF-8", {}, {"compare", "@/t\xff.jsonl", "--policies", "lru", "--kv-blocks", "100"},
        "TRACE: must be valid UTF-8"},
       {"analyze a trace path that is not UTF-8", {}, {"analyze", "@/t\xff.jsonl"}, "TRACE: must be valid UTF-8"},
+      {"replay steps written over the run's own report", {},
+       {"replay", "--steps-out", "@/out/./report.json", "--requests", "10"}, "--steps-out: "},
       {"replay a KV tier named in bytes that are not UTF-8", {}, {"replay", "--kv-tier", "s\xff:size=1,read=5", "--requests", "10"},
        "--kv-tier: must be valid UTF-8"},
       {"plan a KV tier named in bytes that are not UTF-8", {},
