@@ -232,11 +232,7 @@ int cmd_replay(const Args& args) {
       report.prefix_cache.evictions = 0;
       for (uint64_t e : evictions) report.prefix_cache.evictions += e;
       collector.fill_fleet(report, fres.replicas, evictions);
-      if (fleet.router_kv_lag > 0 && s.replicas > 1 && fleet.router->needs_prompt_blocks()) {
-        const RouterViewStats& v = fleet.router_view;
-        report.router_view = RouterViewReport{s.router_kv_lag_ms, v.decisions,        v.mispredicted,
-                                              v.predicted_blocks,  v.actual_blocks, v.oracle_blocks};
-      }
+      report.router_view = fleet.router_view_report();
       report.tiers = fleet.tiers.report();
       if (s.check_invariants) {
         const std::string broken = fleet.tiers.check_invariants();

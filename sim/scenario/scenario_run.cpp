@@ -165,7 +165,7 @@ Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_block
 
 Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
              const PolicyContext& ctx)
-    : block_size(s.block_size), router_kv_lag(static_cast<TimeNs>(std::llround(s.router_kv_lag_ms * 1e6))) {
+    : block_size(s.block_size), router_kv_lag_ms(s.router_kv_lag_ms) {
   RouterContext rctx;
   rctx.replicas = static_cast<uint32_t>(s.replicas);
   rctx.block_size = s.block_size;
@@ -189,7 +189,16 @@ void Fleet::add_tiers(const std::vector<TierSpec>& specs) {
 }
 
 FleetResult Fleet::run(RequestSource& source) {
-  return run_fleet(loop, source, engines, *router, block_size, router_kv_lag, &router_view);
+  return run_fleet(loop, source, engines, *router, block_size, router_kv_lag(), &router_view);
+}
+
+TimeNs Fleet::router_kv_lag() const { return static_cast<TimeNs>(std::llround(router_kv_lag_ms * 1e6)); }
+
+std::optional<RouterViewReport> Fleet::router_view_report() const {
+  if (router_kv_lag() <= 0 || engines.size() < 2 || !router->needs_prompt_blocks()) return std::nullopt;
+  const RouterViewStats& v = router_view;
+  return RouterViewReport{router_kv_lag_ms,  v.decisions,     v.mispredicted,
+                          v.predicted_blocks, v.actual_blocks, v.oracle_blocks};
 }
 
 }  // namespace prefixsim

@@ -81,13 +81,17 @@ struct Fleet {
   // KV tiers below every replica's pool (resolved: sizes in blocks).
   void add_tiers(const std::vector<TierSpec>& specs);
   FleetResult run(RequestSource& source);
+  // report.json's fleet.router_view after run(): only for a fleet whose
+  // prefix-aware router saw the caches with a lag.
+  std::optional<RouterViewReport> router_view_report() const;
+  TimeNs router_kv_lag() const;  // router_kv_lag_ms on the loop's clock
 
   EventLoop loop;
   std::vector<std::unique_ptr<Replica>> replicas;
   std::vector<Engine*> engines;
   std::unique_ptr<Router> router;
   int32_t block_size;
-  TimeNs router_kv_lag = 0;     // --router-kv-lag-ms
+  double router_kv_lag_ms = 0;  // --router-kv-lag-ms
   RouterViewStats router_view;  // what a lagging prefix-aware router believed (run() fills it)
   FleetTiers tiers;
 };
