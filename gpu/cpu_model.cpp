@@ -1,8 +1,11 @@
 #include "gpu/cpu_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gpu/cpu_ref.h"
+#include "gpu/hd.h"
+#include "gpu/model_runner.h"
 #include "sim/base/error.h"
 
 namespace prefixsim::gpu {
@@ -73,6 +76,44 @@ std::vector<float> make_inputs(const ModelShape& s, const PagedBatch& pb, uint64
             input_value(seed, seq_tags.at(static_cast<size_t>(b)), pb.positions[static_cast<size_t>(t)], j);
   }
   return x;
+}
+
+}  // namespace prefixsim::gpu
+
+namespace prefixsim::gpu {
+
+namespace {
+class CpuRunner final : public ModelRunner {
+ public:
+  CpuRunner(const ModelShape& shape, int64_t num_blocks, int32_t block_size, uint64_t seed)
+      : model_(shape, num_blocks, block_size, seed) {}
+
+  double forward(const PagedBatch& pb, const std::vector<uint64_t>& tags, uint64_t input_seed,
+                 const std::vector<int64_t>& rows, std::vector<float>& out) override {
+    const int64_t H = model_.shape().hidden, T = pb.num_tokens();
+    if (static_cast<int64_t>(tags.size()) != T) throw InternalError("CpuRunner: one tag per new token");
+    x_.resize(static_cast<size_t>(T * H));
+    for (int64_t t = 0; t < T; ++t) {
+      const uint64_t stream = input_stream(input_seed, tags[static_cast<size_t>(t)], pb.positions[static_cast<size_t>(t)]);
+      float* row = x_.data() + t * H;
+      for (int64_t j = 0; j < H; ++j) row[j] = round_bf16(hash_uniform(stream, static_cast<uint64_t>(j)));
+    }
+    model_.forward(pb, x_);
+    out.resize(rows.size() * static_cast<size_t>(H));
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::copy_n(x_.data() + rows[i] * H, H, out.data() + i * static_cast<size_t>(H));
+    return 0;
+  }
+
+ private:
+  CpuLlama model_;
+  std::vector<float> x_;
+};
+}  // namespace
+
+std::unique_ptr<ModelRunner> make_cpu_runner(const ModelShape& shape, int64_t num_blocks, int32_t block_size,
+                                             uint64_t seed) {
+  return std::make_unique<CpuRunner>(shape, num_blocks, block_size, seed);
 }
 
 }  // namespace prefixsim::gpu

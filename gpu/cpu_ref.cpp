@@ -9,6 +9,31 @@
 
 namespace prefixsim::gpu::ref {
 
+namespace {
+// Dot product in 8 interleaved fp32 partial sums (then summed pairwise): a
+// fixed order, like any other, that the compiler can keep in vector
+// registers (a single running sum must stay scalar without -ffast-math).
+// The real backend mode runs the CPU model through this.
+inline float dot(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t e = 0;
+  for (; e + 8 <= n; e += 8)
+    for (int l = 0; l < 8; ++l) acc[l] += a[e + l] * b[e + l];
+  for (; e < n; ++e) acc[e % 8] += a[e] * b[e];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+}  // namespace
+
+// The two loops the real backend mode spends its time in also get an AVX2
+// clone, chosen at load time (GCC's function multiversioning). No FMA: the
+// lanes compute exactly what the SSE2 build does, so results do not depend
+// on the machine.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PFX_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PFX_CLONES
+#endif
+
 void write_kv(const PagedBatch& pb, const AttnDims& d, const float* k_src, const float* v_src, int64_t src_stride,
               float* k_cache, float* v_cache) {
   const int64_t row = d.num_kv_heads * d.head_dim;
@@ -22,7 +47,7 @@ void write_kv(const PagedBatch& pb, const AttnDims& d, const float* k_src, const
   }
 }
 
-void paged_prefill_attention(const PagedBatch& pb, const AttnDims& d, const float* q, int64_t q_stride,
+PFX_CLONES void paged_prefill_attention(const PagedBatch& pb, const AttnDims& d, const float* q, int64_t q_stride,
                              const float* k_cache, const float* v_cache, float scale, float* out) {
   if (d.num_kv_heads < 1 || d.num_q_heads % d.num_kv_heads != 0)
     throw InternalError("paged_prefill_attention: num_q_heads must be a multiple of num_kv_heads");
@@ -42,8 +67,7 @@ void paged_prefill_attention(const PagedBatch& pb, const AttnDims& d, const floa
         float mx = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j <= last_key; ++j) {
           const float* kv = k_cache + (pages[j / bs] * bs + j % bs) * row + kvh * D;
-          float s = 0.0f;
-          for (int64_t e = 0; e < D; ++e) s += qv[e] * kv[e];
+          const float s = dot(qv, kv, D);
           score[static_cast<size_t>(j)] = s * scale;
           mx = std::max(mx, s * scale);
         }
@@ -101,11 +125,10 @@ void silu_mul(const float* gu, float* out, int64_t rows, int64_t inter) {
   }
 }
 
-void gemm_xwt(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
+PFX_CLONES void gemm_xwt(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, bool accumulate) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      float s = 0.0f;
-      for (int64_t e = 0; e < k; ++e) s += x[i * k + e] * w[j * k + e];
+      const float s = dot(x + i * k, w + j * k, k);
       y[i * n + j] = accumulate ? y[i * n + j] + s : s;
     }
   }

@@ -5,7 +5,8 @@
 // STATUS: the tests in test/gpu/test_gpu_kernels.cpp, which compare every
 // entry point here with its CPU reference (gpu/cpu_ref.h), passed on an H100
 // on 2026-11-22 (gpu/README.md, gpu/bench/RESULTS.md). GpuExecutor is not
-// driven by any test.
+// driven by any test; make_gpu_runner and Model::forward_tagged (the
+// backend mode, 2026-11-28) have a test that has not yet run on a GPU.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include "gpu/cpu_ref.h"
 #include "gpu/kv_layout.h"
+#include "gpu/model_runner.h"
 #include "gpu/model_shape.h"
 #include "sim/engine/batch.h"
 
@@ -99,11 +101,23 @@ class Model {
   // Device time of one forward of pb on fixed random inputs: median of reps,
   // L2 flushed before each. Overwrites the step's slots in the pool.
   double time_forward_ms(const PagedBatch& pb, int reps);
+  // One step whose inputs are input_value(input_seed, tags[t], position, .):
+  // the final hidden states of `rows` into out (rows x hidden bf16 bits);
+  // returns the forward's device time in ms (CUDA events, no L2 flush).
+  double forward_tagged(const PagedBatch& pb, const std::vector<uint64_t>& tags, uint64_t input_seed,
+                        const std::vector<int64_t>& rows, std::vector<uint16_t>& out);
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The model runner of the real backend mode (gpu/backend.h) on device 0:
+// a Model whose inputs come from the tokens' tags (an embedding kernel,
+// input_value's recipe), timed with CUDA events around the forward alone
+// (no L2 flush: the steady state of a serving engine).
+std::unique_ptr<ModelRunner> make_gpu_runner(const ModelShape& shape, int64_t num_blocks, int32_t block_size,
+                                             uint64_t seed);
 
 // An Executor that runs each step on the GPU and reports its measured time.
 class GpuExecutor : public Executor {

@@ -57,4 +57,10 @@ PFX_HD float hash_uniform(uint64_t seed, uint64_t i) {
   return static_cast<float>(v) * (1.0f / 8388608.0f);
 }
 
+// The stream of the model input of the token tagged `tag` at `position`
+// (input_value in model_shape.h; the GPU runner's embedding kernel).
+PFX_HD uint64_t input_stream(uint64_t seed, uint64_t tag, int64_t position) {
+  return splitmix64(seed ^ splitmix64(tag * 0x100000001b3ULL + static_cast<uint64_t>(position)));
+}
+
 }  // namespace prefixsim::gpu

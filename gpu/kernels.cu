@@ -265,6 +265,26 @@ __global__ void fill_kernel(uint16_t* w, int64_t n, uint64_t stream, float scale
   }
 }
 
+__global__ void embed_kernel(uint16_t* x, const uint64_t* tags, const int32_t* positions, int64_t rows, int64_t hidden,
+                             uint64_t seed) {
+  const int64_t n = rows * hidden;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = i / hidden, j = i - t * hidden;
+    // Same integer recipe as the host's input_value().
+    x[i] = f32_to_bf16(hash_uniform(input_stream(seed, tags[t], positions[t]), static_cast<uint64_t>(j)));
+  }
+}
+
+void launch_embed(bf16* x, const uint64_t* tags, const int32_t* positions, int64_t rows, int64_t hidden, uint64_t seed,
+                  cudaStream_t st) {
+  const int64_t n = rows * hidden;
+  if (n == 0) return;
+  const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535));
+  embed_kernel<<<blocks, 256, 0, st>>>(reinterpret_cast<uint16_t*>(x), tags, positions, rows, hidden, seed);
+  PFX_CUDA(cudaGetLastError());
+}
+
 void launch_fill(bf16* w, int64_t n, uint64_t stream, float scale, float offset, cudaStream_t st) {
   if (n == 0) return;
   const int blocks = static_cast<int>(std::min<int64_t>((n + 255) / 256, 65535));

@@ -139,6 +139,9 @@ KvSplitChoice k2_kv_split_choice(const std::vector<int32_t>& key_tiles, int num_
 size_t k2_split_workspace_floats(int splits, int num_tokens, int num_q_heads);
 void launch_rope(bf16* x, int rows, int64_t stride, int num_heads, int head_dim, const int32_t* positions,
                  const float* inv_freq, cudaStream_t st);
+// Model inputs: x[t, j] = bf16(hash_uniform(input_stream(seed, tags[t], positions[t]), j)).
+void launch_embed(bf16* x, const uint64_t* tags, const int32_t* positions, int64_t rows, int64_t hidden, uint64_t seed,
+                  cudaStream_t st);
 void launch_rmsnorm(const bf16* x, const bf16* w, bf16* y, int rows, int n, float eps, cudaStream_t st);
 void launch_silu_mul(const bf16* gu, bf16* out, int rows, int inter, cudaStream_t st);
 // Fills w[0..n) with weight values: round_bf16(offset + scale * hash_uniform(stream, i)).

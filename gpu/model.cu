@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpu/cuda_api.h"
+#include "gpu/hd.h"
 #include "gpu/kernels.cuh"
 #include "sim/base/error.h"
 
@@ -115,6 +116,12 @@ struct Model::Impl {
   // Activations, grown to the largest step seen.
   DevBuf<bf16> x, h, qkv, attn, gu, act, in_fixed;
   DevBuf<char> flush;
+  DevBuf<uint64_t> tags;       // forward_tagged's token tags
+  cudaEvent_t e0 = nullptr, e1 = nullptr;  // forward_tagged's timing, made once
+  ~Impl() {
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+  }
 
   bf16* tensor(int64_t l, Tensor t) const { return w[static_cast<size_t>(l)][static_cast<size_t>(t)]; }
 
@@ -236,6 +243,59 @@ double Model::time_forward_ms(const PagedBatch& pb, int reps) {
   cudaEventDestroy(e1);
   std::sort(ms.begin(), ms.end());
   return ms.empty() ? 0 : ms[ms.size() / 2];
+}
+
+double Model::forward_tagged(const PagedBatch& pb, const std::vector<uint64_t>& tags, uint64_t input_seed,
+                             const std::vector<int64_t>& rows, std::vector<uint16_t>& out) {
+  Impl& m = *impl_;
+  const int64_t T = pb.num_tokens(), H = m.s.hidden;
+  if (static_cast<int64_t>(tags.size()) != T) throw InternalError("gpu model: one tag per new token");
+  out.resize(rows.size() * static_cast<size_t>(H));
+  if (T == 0) return 0;
+  m.prepare(pb);
+  m.tags.resize(static_cast<size_t>(T));
+  PFX_CUDA(cudaMemcpy(m.tags.get(), tags.data(), tags.size() * sizeof(uint64_t), cudaMemcpyHostToDevice));
+  launch_embed(m.x.get(), m.tags.get(), m.batch.view().positions, T, H, input_seed, nullptr);
+  if (!m.e0) {
+    PFX_CUDA(cudaEventCreate(&m.e0));
+    PFX_CUDA(cudaEventCreate(&m.e1));
+  }
+  PFX_CUDA(cudaEventRecord(m.e0, nullptr));
+  m.forward_device(pb, nullptr);
+  PFX_CUDA(cudaEventRecord(m.e1, nullptr));
+  PFX_CUDA(cudaEventSynchronize(m.e1));
+  float ms = 0;
+  PFX_CUDA(cudaEventElapsedTime(&ms, m.e0, m.e1));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= T) throw InternalError("gpu model: a kept row outside the step");
+    PFX_CUDA(cudaMemcpy(out.data() + i * static_cast<size_t>(H), m.h.get() + rows[i] * H, static_cast<size_t>(H) * 2,
+                        cudaMemcpyDeviceToHost));
+  }
+  return ms;
+}
+
+namespace {
+class GpuRunner final : public ModelRunner {
+ public:
+  GpuRunner(const ModelShape& shape, int64_t num_blocks, int32_t block_size, uint64_t seed)
+      : model_(shape, num_blocks, block_size, seed) {}
+  double forward(const PagedBatch& pb, const std::vector<uint64_t>& tags, uint64_t input_seed,
+                 const std::vector<int64_t>& rows, std::vector<float>& out) override {
+    const double ms = model_.forward_tagged(pb, tags, input_seed, rows, bits_);
+    out.resize(bits_.size());
+    for (size_t i = 0; i < bits_.size(); ++i) out[i] = bf16_to_f32(bits_[i]);
+    return ms;
+  }
+
+ private:
+  Model model_;
+  std::vector<uint16_t> bits_;
+};
+}  // namespace
+
+std::unique_ptr<ModelRunner> make_gpu_runner(const ModelShape& shape, int64_t num_blocks, int32_t block_size,
+                                             uint64_t seed) {
+  return std::make_unique<GpuRunner>(shape, num_blocks, block_size, seed);
 }
 
 GpuExecutor::GpuExecutor(const ModelShape& shape, int64_t num_blocks, int32_t block_size, uint64_t seed)

@@ -18,6 +18,52 @@ ojson ratio(uint64_t num, uint64_t den) {
   if (den == 0) return nullptr;
   return static_cast<double>(num) / static_cast<double>(den);
 }
+
+ojson backend_step_json(const BackendStepReport& s) {
+  return ojson{{"replica", s.replica},         {"step", s.step},
+               {"seqs", s.seqs},               {"new_tokens", s.new_tokens},
+               {"context_tokens", s.context_tokens}, {"modeled_ms", s.modeled_ms},
+               {"measured_ms", s.measured_ms}};
+}
+
+ojson backend_json(const BackendReport& b) {
+  ojson j{{"kind", b.kind},
+          {"shape", ojson{{"name", b.shape},
+                          {"layers", b.layers},
+                          {"hidden", b.hidden},
+                          {"heads", b.heads},
+                          {"kv_heads", b.kv_heads},
+                          {"head_dim", b.head_dim},
+                          {"intermediate", b.intermediate}}},
+          {"seed", b.seed},
+          {"time", b.measured_time ? "measured" : "modeled"},
+          {"steps", b.steps},
+          {"tokens", b.tokens},
+          {"measured_ms", b.measured_ms}};
+  if (b.check) {
+    const BackendReport::Check& c = *b.check;
+    j["check"] = ojson{{"asked", c.asked},
+                       {"requests", c.requests},
+                       {"rows", c.rows},
+                       {"tolerance", c.tolerance},
+                       {"max_rel_error", c.max_rel_error},
+                       {"passed", c.failure.empty()},
+                       {"failure", c.failure.empty() ? ojson(nullptr) : ojson(c.failure)}};
+  }
+  if (b.shadow) {
+    const BackendReport::Shadow& s = *b.shadow;
+    ojson worst = ojson::array();
+    for (const BackendStepReport& w : s.worst) worst.push_back(backend_step_json(w));
+    j["shadow"] = ojson{{"steps", s.steps},
+                        {"mape_pct", s.mape},
+                        {"bias_pct", s.bias},
+                        {"abs_error_pct", ojson{{"p50", s.p50_abs_error}, {"p90", s.p90_abs_error}}},
+                        {"modeled_ms", s.modeled_ms},
+                        {"measured_ms", s.measured_ms},
+                        {"worst_steps", worst}};
+  }
+  return j;
+}
 }  // namespace
 
 nlohmann::ordered_json report_to_json(const RunReport& r) {
@@ -154,6 +200,7 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
                             {"max_occupancy_blocks", t.max_occupancy_blocks}});
     j["tiers"] = tiers;
   }
+  if (r.backend) j["backend"] = backend_json(*r.backend);
   j["run"] = ojson{{"refused_requests", r.run.refused_requests},
                    {"warmup_requests", r.run.warmup_requests ? ojson(*r.run.warmup_requests) : ojson(nullptr)},
                    {"event_fingerprint", r.run.event_fingerprint ? ojson(*r.run.event_fingerprint) : ojson(nullptr)},

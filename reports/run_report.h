@@ -198,6 +198,41 @@ struct RouterViewReport {
   uint64_t oracle_blocks = 0;
 };
 
+// The real backend mode (replay --backend): what ran every step, the
+// caching check, and (--shadow) the cost model held against the measured
+// steps. report.json's `backend`.
+struct BackendStepReport {
+  uint32_t replica = 0;
+  uint64_t step = 0;
+  int64_t seqs = 0, new_tokens = 0, context_tokens = 0;
+  double modeled_ms = 0, measured_ms = 0;
+};
+struct BackendReport {
+  std::string kind;   // "cpu" | "gpu"
+  std::string shape;  // model shape name, its dimensions below
+  int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, intermediate = 0;
+  uint64_t seed = 0;
+  bool measured_time = false;  // the measured forward drove the clock
+  uint64_t steps = 0;
+  int64_t tokens = 0;
+  double measured_ms = 0;  // summed forward time (gpu)
+  struct Check {
+    int64_t asked = 0, requests = 0, rows = 0;
+    double tolerance = 0, max_rel_error = 0;
+    std::string failure;  // "" when passed
+  };
+  std::optional<Check> check;
+  struct Shadow {
+    uint64_t steps = 0;
+    double mape = 0;      // mean |modeled - measured| / measured, %
+    double bias = 0;      // mean (modeled - measured) / measured, %
+    double modeled_ms = 0, measured_ms = 0;  // summed
+    double p50_abs_error = 0, p90_abs_error = 0;  // of |modeled - measured| / measured, %
+    std::vector<BackendStepReport> worst;  // largest |error| first
+  };
+  std::optional<Shadow> shadow;
+};
+
 // What the run itself found that is neither configuration nor a metric
 // section: report.json's `run` (results never go into `scenario`).
 struct RunFacts {
@@ -224,6 +259,7 @@ struct RunReport {
   FleetImbalance imbalance;
   std::optional<RouterViewReport> router_view;  // only with a lag
   std::vector<TierReport> tiers;  // KV tiers below the GPU; empty: none
+  std::optional<BackendReport> backend;  // replay --backend only
 };
 
 }  // namespace prefixsim

@@ -12,6 +12,7 @@
 #include "reports/outputs.h"
 #include "sim/engine/cache_replay.h"
 #include "sim/cost/catalog.h"
+#include "sim/cli/backend_mode.h"
 #include "sim/cli/commands.h"
 #include "sim/scenario/offline_future.h"
 #include "sim/cli/options.h"
@@ -42,6 +43,7 @@ void add_replay_options(po::options_description& o) {
        "file, for timing on a GPU (prefixsim-gpu-bench --time-steps) and `prefixsim gpu validate`")
       ("steps-every", po::value<uint64_t>()->default_value(1), "with --steps-out: keep steps 1, 1+K, 1+2K, ...")
       ("quiet", "print nothing on success");
+  add_backend_options(o);
 }
 
 extern "C" void on_sigint(int) { g_interrupt_requested.store(true); }
@@ -94,6 +96,9 @@ int cmd_replay(const Args& args) {
   const std::vector<TierSpec> tier_specs = scenario_tiers(s, model);
   check_run_fits_memory(run_blocks(s, kv_size, tier_specs), "--replicas");
   const uint64_t steps_every = vm["steps-every"].as<uint64_t>();
+  const std::unique_ptr<gpu::Backend> backend =
+      make_backend(vm, s, model, kv_size.num_blocks);
+  std::optional<gpu::BackendCheckResult> backend_check;
   // Outputs: refused before the run when they would replace something that
   // is not a regular file, or one of the inputs.
   {
@@ -196,7 +201,10 @@ int cmd_replay(const Args& args) {
       refused = r.refused_requests;
       if (refused) first_refusal = "a request needs more blocks than the whole pool";
     } else {
-      Fleet fleet(s, resolved, kv_size.num_blocks, s.policy, pctx);
+      const ExecutorWrap wrap = [&backend](Executor& modeled, int64_t blocks, int32_t bs, uint32_t replica) {
+        return backend->wrap(modeled, blocks, bs, replica);
+      };
+      Fleet fleet(s, resolved, kv_size.num_blocks, s.policy, pctx, backend ? &wrap : nullptr);
       report.scenario["cost_model"] = fleet.replicas[0]->exec.to_json();
       ReplayCollector collector(s.block_size, s.series_interval_s, !vm.count("quiet") && ::isatty(2),
                                 static_cast<uint32_t>(s.replicas));
@@ -239,6 +247,10 @@ int cmd_replay(const Args& args) {
         if (!broken.empty()) throw InternalError("kv tier invariant violated: " + broken);
       }
       report.run.event_fingerprint = res.event_fingerprint;
+      if (backend) {
+        if (backend->config().check_requests > 0) backend_check = backend->check();
+        report.backend = backend_report(*backend, backend_check);
+      }
       refused = res.refused;
       first_refusal = collector.first_refusal();
     }
@@ -270,6 +282,10 @@ int cmd_replay(const Args& args) {
   if (!vm.count("quiet")) {
     std::cout << render_terminal_summary(report);
     std::cout << "wrote " << s.out << "/{report.json,series.csv,summary.md,metrics.prom,report.html}\n";
+  }
+  if (backend_check && !backend_check->failure.empty()) {
+    std::cerr << "prefixsim replay: backend check failed: " << backend_check->failure << "\n";
+    return 1;
   }
   if (refused)
     std::cerr << "prefixsim replay: warning: " << refused

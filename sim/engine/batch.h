@@ -17,14 +17,28 @@ struct ScheduledSeq {
   std::span<const BlockId> block_table;  // valid for the duration of the step
 };
 
+struct Request;
+
+// Whose tokens a scheduled sequence computes: what a real backend needs to
+// feed its model (token_content.h). The scheduler fills one per sequence;
+// batches built by hand (tests, calibration grids) leave `origins` empty.
+struct SeqOrigin {
+  const Request* request = nullptr;  // valid for the duration of the step
+  uint64_t token_key = 0;            // TokenSource::prepare() of that request
+};
+
 struct Batch {
   std::vector<ScheduledSeq> seqs;
+  std::vector<SeqOrigin> origins;  // parallel to seqs, or empty
   int64_t total_new_tokens() const {
     int64_t n = 0;
     for (const auto& s : seqs) n += s.num_new_tokens;
     return n;
   }
-  void clear() { seqs.clear(); }
+  void clear() {
+    seqs.clear();
+    origins.clear();
+  }
 };
 
 // One step's time split the way async scheduling needs it: `host` is the

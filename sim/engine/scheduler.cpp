@@ -316,8 +316,11 @@ const StepPlan& Scheduler::schedule() {
   plan_.prefix_stats = kv_.take_stats();
   // Built last: block tables are final once scheduling is done (victims are
   // never scheduled requests, so no scheduled table changes after its entry).
-  for (const ScheduledEntry& e : plan_.scheduled)
-    plan_.batch.seqs.push_back({e.num_new_tokens, e.num_computed_before, seqs_[e.slot]->kv.blocks});
+  for (const ScheduledEntry& e : plan_.scheduled) {
+    const Seq& q = *seqs_[e.slot];
+    plan_.batch.seqs.push_back({e.num_new_tokens, e.num_computed_before, q.kv.blocks});
+    plan_.batch.origins.push_back({&q.req, q.token_key});
+  }
   return plan_;
 }
 

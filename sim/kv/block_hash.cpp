@@ -187,7 +187,7 @@ void BlockHashChain::append_identity(uint64_t id, int64_t len) {
     }
     // A block straddling identities, or the partial tail: synthetic tokens
     // that depend only on (id, offset), so equal ids give equal content.
-    partial_.push_back(static_cast<int32_t>(mix64(id ^ mix64(static_cast<uint64_t>(off) + 0x7461696cULL)) & 0x7fffffff));
+    partial_.push_back(identity_token(id, off));
     ++off;
     ++num_tokens_;
     if (static_cast<int32_t>(partial_.size()) == block_size_) complete_block();

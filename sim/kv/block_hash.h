@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/base/mix.h"
 #include "sim/base/types.h"
 
 namespace prefixsim {
@@ -118,5 +119,13 @@ class BlockHashChain {
   std::vector<int32_t> partial_;  // tokens of the block being filled
   int64_t num_tokens_ = 0;
 };
+
+// The synthetic token at offset `off` of trace block identity `id`: what a
+// block straddling identities (or a partial tail) hashes, and what a real
+// backend feeds its model at every identity position, so that equal block
+// hashes always mean equal model inputs.
+inline int32_t identity_token(uint64_t id, int64_t off) {
+  return static_cast<int32_t>(mix64(id ^ mix64(static_cast<uint64_t>(off) + 0x7461696cULL)) & 0x7fffffff);
+}
 
 }  // namespace prefixsim

@@ -157,14 +157,15 @@ ModeledExecutor make_executor(const Scenario& s, const ResolvedScenario& r) {
 }
 
 Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks,
-                 std::unique_ptr<EvictionPolicy> policy, EventLoop* loop, uint32_t index)
+                 std::unique_ptr<EvictionPolicy> policy, EventLoop* loop, uint32_t index, const ExecutorWrap* wrap)
     : pool(static_cast<int32_t>(num_blocks), true, std::move(policy)),
       kv(s.block_size, pool),
       exec(make_executor(s, r)),
-      engine(loop ? Engine(scheduler_config(s), kv, exec, *loop, index) : Engine(scheduler_config(s), kv, exec)) {}
+      backend(wrap ? (*wrap)(exec, pool.num_blocks(), s.block_size, index) : nullptr),
+      engine(loop ? Engine(scheduler_config(s), kv, stepper(), *loop, index) : Engine(scheduler_config(s), kv, stepper())) {}
 
 Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
-             const PolicyContext& ctx)
+             const PolicyContext& ctx, const ExecutorWrap* wrap)
     : block_size(s.block_size), router_kv_lag_ms(s.router_kv_lag_ms) {
   RouterContext rctx;
   rctx.replicas = static_cast<uint32_t>(s.replicas);
@@ -173,7 +174,7 @@ Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, c
   router = make_router(s.router, rctx);
   for (int32_t i = 0; i < s.replicas; ++i) {
     replicas.push_back(
-        std::make_unique<Replica>(s, r, num_blocks, make_policy(policy, ctx), &loop, static_cast<uint32_t>(i)));
+        std::make_unique<Replica>(s, r, num_blocks, make_policy(policy, ctx), &loop, static_cast<uint32_t>(i), wrap));
     engines.push_back(&replicas.back()->engine);
   }
 }

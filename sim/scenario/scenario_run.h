@@ -5,6 +5,7 @@
 // flags by construction (test_scenario_core checks it).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -58,16 +59,27 @@ inline constexpr const char* kRooflineProfile = "roofline";
 std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const ResolvedScenario& r,
                                                    const WarmupSource** warmup = nullptr);
 
+// Puts another executor in front of a replica's cost model: the real backend
+// mode (gpu/backend.h) runs every step on a model and keeps or replaces the
+// modeled price. Called with the cost model, the pool's block count (null
+// block included) and block size, and the replica's index.
+using ExecutorWrap = std::function<std::unique_ptr<Executor>(Executor& modeled, int64_t num_blocks,
+                                                             int32_t block_size, uint32_t replica)>;
+
 // One vLLM replica as the scenario describes it: its pool of `num_blocks`
 // under `policy`, the block manager, the cost model and the scheduler. On
 // its own event loop, or, given `loop`, replica `index` of a fleet on it.
 struct Replica {
   Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, std::unique_ptr<EvictionPolicy> policy,
-          EventLoop* loop = nullptr, uint32_t index = 0);
+          EventLoop* loop = nullptr, uint32_t index = 0, const ExecutorWrap* wrap = nullptr);
   BlockPool pool;
   KvCacheManager kv;
   ModeledExecutor exec;
+  std::unique_ptr<Executor> backend;  // `wrap`'s executor, in front of exec, if any
   Engine engine;
+
+ private:
+  Executor& stepper() { return backend ? *backend : static_cast<Executor&>(exec); }
 };
 
 // s.replicas replicas, each with its own `policy` (a spec) and pool of
@@ -75,7 +87,7 @@ struct Replica {
 // exactly as a lone Replica does (the same events, the same fingerprint).
 struct Fleet {
   Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
-        const PolicyContext& ctx);
+        const PolicyContext& ctx, const ExecutorWrap* wrap = nullptr);
   // Every replica's observer.
   void set_observer(EngineObserver* obs);
   // KV tiers below every replica's pool (resolved: sizes in blocks).

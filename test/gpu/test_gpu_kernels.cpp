@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gpu/cpu_model.h"
+#include "gpu/model_runner.h"
 #include "gpu/cpu_ref.h"
 #include "gpu/cuda_api.h"
 #include "gpu/hd.h"
@@ -411,6 +412,50 @@ TEST_CASE("Llama 3.1 8B and a 70B TP=4 shard give the same outputs with half the
     const CacheRun r = cache_run(*find_model_shape(name), 16, {1024, 333}, {512, 160});
     CHECK(rel_err(r.cached, to_f32(r.full)) < 3e-2);
   }
+}
+
+TEST_CASE("The GPU runner of the backend mode matches the CPU runner on tagged inputs, cached pages included",
+          "[gpu][model][backend]") {
+  // What `replay --backend gpu` runs: inputs from token tags by the embedding
+  // kernel (input_value's recipe), the forward, the kept rows copied back.
+  const ModelShape s{"small-hd128", 2, 512, 8, 2, 128, 1024};
+  const int32_t bs = 16;
+  auto gpu = cuda::make_gpu_runner(s, 64, bs, 7);
+  auto cpu = make_cpu_runner(s, 64, bs, 7);
+  // Step 1: two prompts (70 and 41 tokens); step 2: both continue (a chunk
+  // of 30 and one decode token) over the pages step 1 wrote.
+  const std::vector<BlockId> ta{3, 9, 4, 12, 20, 21, 22}, tb{5, 1, 17, 30};
+  auto tags_of = [](int64_t seq, int64_t from, int64_t n) {
+    std::vector<uint64_t> t;
+    for (int64_t p = from; p < from + n; ++p) t.push_back(static_cast<uint64_t>(1000 * seq + p * 7 % 13));
+    return t;
+  };
+  Batch b1, b2;
+  b1.seqs.push_back({70, 0, ta});
+  b1.seqs.push_back({41, 0, tb});
+  b2.seqs.push_back({30, 70, ta});
+  b2.seqs.push_back({1, 41, tb});
+  std::vector<uint64_t> t1 = tags_of(1, 0, 70), t2 = tags_of(1, 70, 30);
+  for (uint64_t t : tags_of(2, 0, 41)) t1.push_back(t);
+  for (uint64_t t : tags_of(2, 41, 1)) t2.push_back(t);
+  const PagedBatch p1 = export_paged_batch(b1, bs, 64), p2 = export_paged_batch(b2, bs, 64);
+  std::vector<float> g, c;
+  const std::vector<int64_t> rows1{0, 69, 70, 110}, rows2{0, 29, 30};
+  CHECK(gpu->forward(p1, t1, 5, rows1, g) > 0);  // measured
+  CHECK(cpu->forward(p1, t1, 5, rows1, c) == 0);
+  auto err = [](const std::vector<float>& got, const std::vector<float>& want) {
+    REQUIRE(got.size() == want.size());
+    double num = 0, den = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+      den += static_cast<double>(want[i]) * want[i];
+    }
+    return std::sqrt(num / den);
+  };
+  CHECK(err(g, c) < 2e-2);
+  gpu->forward(p2, t2, 5, rows2, g);
+  cpu->forward(p2, t2, 5, rows2, c);
+  CHECK(err(g, c) < 2e-2);
 }
 
 int main(int argc, char** argv) {

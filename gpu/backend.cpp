@@ -1,0 +1,198 @@
+#include "gpu/backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <xxhash.h>
+
+#include "gpu/hd.h"
+#include "sim/base/error.h"
+#include "sim/engine/request.h"
+#include "sim/engine/token_content.h"
+
+namespace prefixsim::gpu {
+
+class BackendExecutor final : public Executor {
+ public:
+  BackendExecutor(Backend& owner, Executor& modeled, int64_t num_blocks, int32_t block_size, uint32_t replica)
+      : owner_(owner), modeled_(modeled), num_blocks_(num_blocks), block_size_(block_size), replica_(replica),
+        runner_(owner.make_runner_(owner.cfg_.shape, num_blocks, block_size, owner.cfg_.seed)) {}
+
+  TimeNs step_time(const Batch& batch) override {
+    const StepCost c = step_cost(batch);
+    return c.host + c.device;
+  }
+
+  StepCost step_cost(const Batch& batch) override {
+    const double measured_ms = run(batch);
+    const bool need_model = !owner_.cfg_.measured_time || owner_.cfg_.shadow;
+    StepCost modeled{};
+    if (need_model) modeled = modeled_.step_cost(batch);
+    if (owner_.cfg_.shadow) {
+      ShadowStep s;
+      s.replica = replica_;
+      s.step = step_;
+      s.seqs = static_cast<int64_t>(batch.seqs.size());
+      for (const ScheduledSeq& q : batch.seqs) {
+        s.new_tokens += q.num_new_tokens;
+        s.context_tokens += q.num_computed_tokens;
+      }
+      s.modeled_ms = static_cast<double>(modeled.device) / 1e6;
+      s.measured_ms = measured_ms;
+      owner_.stats_.shadow.push_back(s);
+    }
+    if (!owner_.cfg_.measured_time) return modeled;
+    return {modeled.host, static_cast<TimeNs>(std::llround(measured_ms * 1e6))};
+  }
+
+  TimeNs request_latency(int64_t prompt_tokens) const override { return modeled_.request_latency(prompt_tokens); }
+
+ private:
+  // Runs the step on the runner; keeps the sampled requests' last rows.
+  double run(const Batch& batch) {
+    ++step_;
+    if (batch.origins.size() != batch.seqs.size())
+      throw InternalError("backend: a batch without sequence origins (only the scheduler's batches can run)");
+    const PagedBatch pb = export_paged_batch(batch, block_size_, num_blocks_);
+    tags_.clear();
+    rows_.clear();
+    kept_.clear();
+    // Admissions first: one may evict a sample another sequence of this step
+    // was admitted to, so the kept rows are looked up afterwards.
+    for (size_t b = 0; b < batch.seqs.size(); ++b) {
+      if (!batch.origins[b].request) throw InternalError("backend: a scheduled sequence without its request");
+      if (batch.seqs[b].num_new_tokens > 0) owner_.admit_sample(batch.origins[b], replica_);
+    }
+    for (size_t b = 0; b < batch.seqs.size(); ++b) {
+      const ScheduledSeq& q = batch.seqs[b];
+      const SeqOrigin& o = batch.origins[b];
+      for (int64_t p = q.num_computed_tokens; p < q.num_computed_tokens + q.num_new_tokens; ++p)
+        tags_.push_back(static_cast<uint32_t>(token_at(*o.request, owner_.tokens_, o.token_key, p)));
+      if (q.num_new_tokens == 0) continue;
+      if (Backend::Sample* s = owner_.find_sample(o)) {
+        const int64_t last = q.num_computed_tokens + q.num_new_tokens - 1;
+        for (int64_t p = static_cast<int64_t>(s->tags.size()); p <= last; ++p)
+          s->tags.push_back(static_cast<uint32_t>(token_at(*o.request, owner_.tokens_, o.token_key, p)));
+        rows_.push_back(pb.qo_indptr[b + 1] - 1);
+        kept_.push_back({s, last});
+      }
+    }
+    const double ms = runner_->forward(pb, tags_, owner_.cfg_.seed, rows_, out_);
+    const size_t H = static_cast<size_t>(owner_.cfg_.shape.hidden);
+    for (size_t i = 0; i < kept_.size(); ++i)
+      kept_[i].sample->rows.push_back(
+          {kept_[i].position, step_, std::vector<float>(out_.begin() + static_cast<std::ptrdiff_t>(i * H),
+                                                        out_.begin() + static_cast<std::ptrdiff_t>((i + 1) * H))});
+    owner_.stats_.steps += 1;
+    owner_.stats_.tokens += pb.num_tokens();
+    owner_.stats_.measured_ms += ms;
+    return ms;
+  }
+
+  struct Kept {
+    Backend::Sample* sample;
+    int64_t position;
+  };
+  Backend& owner_;
+  Executor& modeled_;
+  int64_t num_blocks_;
+  int32_t block_size_;
+  uint32_t replica_;
+  std::unique_ptr<ModelRunner> runner_;
+  uint64_t step_ = 0;
+  std::vector<uint64_t> tags_;
+  std::vector<int64_t> rows_;
+  std::vector<Kept> kept_;
+  std::vector<float> out_;
+};
+
+Backend::Backend(BackendConfig cfg, RunnerFactory make_runner) : cfg_(std::move(cfg)), make_runner_(std::move(make_runner)) {
+  cfg_.shape.validate();
+  if (cfg_.check_requests < 0) throw InputError("--backend-check: must not be negative");
+}
+
+Backend::~Backend() = default;
+
+std::unique_ptr<Executor> Backend::wrap(Executor& modeled, int64_t num_blocks, int32_t block_size, uint32_t replica) {
+  block_size_ = block_size;
+  return std::make_unique<BackendExecutor>(*this, modeled, num_blocks, block_size, replica);
+}
+
+uint64_t Backend::sample_key(const Request& r) {
+  uint64_t k = XXH3_64bits_withSeed(r.id.data(), r.id.size(), 0x636865636bULL);  // "check"
+  k ^= static_cast<uint64_t>(r.arrival) * 0x9e3779b97f4a7c15ULL;
+  k ^= static_cast<uint64_t>(r.prompt_len) * 0xbf58476d1ce4e5b9ULL;
+  return splitmix64(k);
+}
+
+void Backend::admit_sample(const SeqOrigin& o, uint32_t replica) {
+  if (cfg_.check_requests == 0) return;
+  const uint64_t key = sample_key(*o.request);
+  if (samples_.count(key)) return;
+  // Keys only leave from the top, so a request refused once stays refused.
+  if (static_cast<int64_t>(samples_.size()) >= cfg_.check_requests) {
+    if (key > samples_.rbegin()->first) return;
+    samples_.erase(std::prev(samples_.end()));
+  }
+  Sample& s = samples_[key];
+  s.id = o.request->id;
+  s.replica = replica;
+}
+
+Backend::Sample* Backend::find_sample(const SeqOrigin& o) {
+  if (cfg_.check_requests == 0) return nullptr;
+  auto it = samples_.find(sample_key(*o.request));
+  return it != samples_.end() && it->second.id == o.request->id ? &it->second : nullptr;
+}
+
+BackendCheckResult Backend::check() {
+  BackendCheckResult res;
+  int64_t longest = 0;
+  for (const auto& [key, s] : samples_) longest = std::max<int64_t>(longest, static_cast<int64_t>(s.tags.size()));
+  if (samples_.empty() || longest == 0) return res;
+  const int32_t bs = block_size_;
+  const int64_t blocks = (longest + bs - 1) / bs + 1;  // and the null block
+  std::unique_ptr<ModelRunner> fresh = make_runner_(cfg_.shape, blocks, bs, cfg_.seed);
+  std::vector<BlockId> table;
+  std::vector<float> out;
+  const size_t H = static_cast<size_t>(cfg_.shape.hidden);
+  for (const auto& [key, s] : samples_) {
+    if (s.rows.empty()) continue;
+    ++res.requests;
+    res.ids.push_back(s.id);
+    const int64_t len = static_cast<int64_t>(s.tags.size());
+    table.clear();
+    for (int64_t b = 1; b <= (len + bs - 1) / bs; ++b) table.push_back(static_cast<BlockId>(b));
+    Batch one;
+    one.seqs.push_back({len, 0, table});
+    const PagedBatch pb = export_paged_batch(one, bs, blocks);
+    std::vector<int64_t> rows;
+    for (const Sample::Row& r : s.rows) rows.push_back(r.position);
+    fresh->forward(pb, s.tags, cfg_.seed, rows, out);
+    for (size_t i = 0; i < s.rows.size(); ++i) {
+      const float* ref = out.data() + i * H;
+      const std::vector<float>& got = s.rows[i].hidden;
+      double num = 0, den = 0;
+      for (size_t j = 0; j < H; ++j) {
+        const double d = static_cast<double>(got[j]) - ref[j];
+        num += d * d;
+        den += static_cast<double>(ref[j]) * ref[j];
+      }
+      const double err = std::sqrt(num / std::max(den, 1e-30));
+      ++res.rows;
+      res.max_rel_error = std::max(res.max_rel_error, std::isnan(err) ? INFINITY : err);
+      if (res.failure.empty() && !(err <= cfg_.tolerance)) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%.3g", err);
+        char tol[32];
+        std::snprintf(tol, sizeof tol, "%.3g", cfg_.tolerance);
+        res.failure = "request " + s.id + " (replica " + std::to_string(s.replica) + "): the hidden state of position " +
+                      std::to_string(s.rows[i].position) + ", computed in step " + std::to_string(s.rows[i].step) +
+                      ", differs from the recompute without the cache by " + buf + " (relative L2; tolerance " + tol + ")";
+      }
+    }
+  }
+  return res;
+}
+
+}  // namespace prefixsim::gpu

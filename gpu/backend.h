@@ -1,0 +1,117 @@
+// The real backend mode (`replay --backend cpu|gpu`): every engine step's
+// Batch -- the very block tables, slot mappings, positions and context
+// lengths the scheduler built over the simulator's own block pool -- runs
+// through a random-weight Llama (a ModelRunner) over a KV pool with the same
+// block ids. Each new token's model input derives from its content as the
+// hash chain sees it (token_content.h), so a prefix-cache hit reuses exactly
+// the KV a recompute would produce.
+//
+// The caching invariant (`--backend-check N`): the N sampled requests (the
+// N smallest keys of a hash of id, arrival and length, over every replica)
+// keep the final hidden state of the last token each step computed for
+// them; after the run each is recomputed from scratch (one step, a fresh
+// pool, no prefix hit) and every kept state must equal the recompute within
+// the tolerance. A block manager, preemption or fleet bug that lets a
+// request read KV it did not compute (a wrongly shared block, a stale page,
+// a wrong slot) cannot pass.
+//
+// Time: the CPU backend leaves the clock to the cost model (`modeled`); the
+// GPU backend's measured device time of each forward drives it (the cost
+// model's host time added), and with `shadow` every step is also priced by
+// the cost model, per step, for the modeled-vs-measured report.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/model_runner.h"
+#include "gpu/model_shape.h"
+#include "sim/engine/batch.h"
+#include "sim/engine/scheduler.h"
+
+namespace prefixsim::gpu {
+
+struct BackendConfig {
+  std::string kind = "cpu";  // "cpu" | "gpu" (names the runner; the caller's factory makes it)
+  ModelShape shape;
+  uint64_t seed = 1;           // weights and inputs
+  int64_t check_requests = 0;  // N of --backend-check (0: no check)
+  bool measured_time = false;  // the runner's measured device time drives the clock
+  bool shadow = false;         // keep the cost model's price of every step beside the measured one
+  double tolerance = 1e-4;     // relative L2 error allowed by the check
+};
+
+// One executed step, kept for the shadow report.
+struct ShadowStep {
+  uint32_t replica = 0;
+  uint64_t step = 0;  // of its replica, from 1
+  int64_t seqs = 0, new_tokens = 0, context_tokens = 0;
+  double modeled_ms = 0;   // the cost model's device time
+  double measured_ms = 0;  // the runner's
+};
+
+struct BackendStats {
+  uint64_t steps = 0;
+  int64_t tokens = 0;  // new tokens executed
+  double measured_ms = 0;
+  std::vector<ShadowStep> shadow;  // every step, when shadowing
+};
+
+struct BackendCheckResult {
+  int64_t requests = 0;  // sampled and recomputed
+  std::vector<std::string> ids;  // theirs, in key order
+  int64_t rows = 0;      // hidden states compared
+  double max_rel_error = 0;
+  std::string failure;   // the first mismatch ("" when every row matched)
+};
+
+class Backend {
+ public:
+  Backend(BackendConfig cfg, RunnerFactory make_runner);
+  ~Backend();
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  // The executor of replica `replica`: runs its steps on a runner of its own
+  // (num_blocks blocks of block_size, the block pool's ids, null block 0
+  // included) and prices them with `modeled` (see the header comment).
+  // `modeled` must outlive the executor.
+  std::unique_ptr<Executor> wrap(Executor& modeled, int64_t num_blocks, int32_t block_size, uint32_t replica);
+
+  // After the run: recomputes the sampled requests (see the header comment).
+  BackendCheckResult check();
+
+  const BackendConfig& config() const { return cfg_; }
+  const BackendStats& stats() const { return stats_; }
+
+ private:
+  friend class BackendExecutor;
+  struct Sample {
+    std::string id;
+    uint32_t replica = 0;
+    std::vector<uint64_t> tags;  // token content by position, as far as computed
+    struct Row {
+      int64_t position;
+      uint64_t step;
+      std::vector<float> hidden;
+    };
+    std::vector<Row> rows;
+  };
+  // Samples the request behind `o` when its key is among the N smallest so
+  // far (evicting the largest); find_sample: its entry, or nullptr.
+  void admit_sample(const SeqOrigin& o, uint32_t replica);
+  Sample* find_sample(const SeqOrigin& o);
+  static uint64_t sample_key(const Request& r);
+
+  BackendConfig cfg_;
+  RunnerFactory make_runner_;
+  int32_t block_size_ = 0;
+  RequestOutputTokens tokens_;  // the engine's token rule (Engine::kTraceTokens)
+  std::map<uint64_t, Sample> samples_;
+  BackendStats stats_;
+};
+
+}  // namespace prefixsim::gpu

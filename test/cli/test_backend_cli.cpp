@@ -1,0 +1,99 @@
+// `replay --backend cpu --backend-check N` from the command line: the
+// simulator's own batches run on a real (tiny, random-weight) model, and the
+// caching invariant holds across preemptions, a fleet and a Mooncake trace;
+// the backend leaves every modeled figure as it was; misuse is exit 2.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "test/support.h"
+
+using namespace prefixsim::test;
+using nlohmann::json;
+
+namespace test_backend_cli {
+
+json json_of(const std::string& path) { return json::parse(read_file(path)); }
+
+json checked_replay(const std::string& name, std::vector<std::string> args) {
+  const std::string dir = temp_dir(name);
+  std::vector<std::string> a = {"replay", "--backend", "cpu", "--backend-check", "20", "--out", dir, "--quiet"};
+  a.insert(a.end(), args.begin(), args.end());
+  const auto r = run_cli(a);
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const json rep = json_of(dir + "/report.json");
+  const json& b = rep["backend"];
+  CHECK(b["kind"] == "cpu");
+  CHECK(b["shape"]["name"] == "tiny");
+  CHECK(b["time"] == "modeled");
+  CHECK(b["steps"].get<uint64_t>() > 0);
+  CHECK(b["check"]["passed"] == true);
+  CHECK(b["check"]["max_rel_error"].get<double>() <= 1e-4);
+  return rep;
+}
+
+TEST_CASE("replay --backend cpu passes the caching check through preemptions", "[cli][backend]") {
+  const json rep = checked_replay("backend-preempt", {"--workload", "multi-turn", "--requests", "50", "--kv-blocks", "120"});
+  CHECK(rep["engine"]["preemptions"].get<uint64_t>() > 0);
+  CHECK(rep["prefix_cache"]["hit_tokens"].get<uint64_t>() > 0);
+  CHECK(rep["backend"]["check"]["requests"] == 20);
+  CHECK(rep["backend"]["check"]["rows"].get<int64_t>() > 1000);
+}
+
+TEST_CASE("replay --backend cpu passes the caching check in a fleet of 4 behind kv-aware", "[cli][backend]") {
+  const json rep = checked_replay("backend-fleet", {"--workload", "multi-turn", "--requests", "50", "--kv-blocks", "1000",
+                                                    "--replicas", "4", "--router", "kv-aware"});
+  CHECK(rep["replicas"].size() == 4);
+  CHECK(rep["backend"]["check"]["requests"] == 20);
+}
+
+TEST_CASE("replay --backend cpu passes the caching check on a Mooncake trace (identity blocks)", "[cli][backend]") {
+  const json rep = checked_replay("backend-mooncake", {data_path("traces/mooncake_small.jsonl"), "--kv-tokens", "4000"});
+  CHECK(rep["prefix_cache"]["hit_tokens"].get<uint64_t>() > 0);
+  CHECK(rep["backend"]["check"]["requests"].get<int64_t>() == rep["trace"]["requests"].get<int64_t>());
+}
+
+TEST_CASE("replay --backend cpu changes no modeled figure: the report is the plain replay's plus `backend`",
+          "[cli][backend]") {
+  const std::string dir = temp_dir("backend-same");
+  const std::vector<std::string> w = {"--workload", "multi-turn", "--requests", "30", "--kv-blocks", "200", "--quiet"};
+  std::vector<std::string> plain = {"replay", "--out", dir + "/plain"}, real = {"replay", "--backend", "cpu", "--out", dir + "/real"};
+  plain.insert(plain.end(), w.begin(), w.end());
+  real.insert(real.end(), w.begin(), w.end());
+  REQUIRE(run_cli(plain).rc == 0);
+  REQUIRE(run_cli(real).rc == 0);
+  json a = json_of(dir + "/plain/report.json"), b = json_of(dir + "/real/report.json");
+  REQUIRE(b.contains("backend"));
+  CHECK_FALSE(b["backend"].contains("check"));  // no --backend-check, no check
+  b.erase("backend");
+  a["scenario"].erase("out");
+  b["scenario"].erase("out");
+  CHECK(a == b);
+  CHECK(read_file(dir + "/plain/series.csv") == read_file(dir + "/real/series.csv"));
+}
+
+TEST_CASE("replay --backend misuse is exit 2 naming the flag", "[cli][backend]") {
+  const std::string dir = temp_dir("backend-bad");
+  const std::vector<std::string> w = {"--requests", "5", "--kv-blocks", "200", "--out", dir, "--quiet"};
+  auto refused = [&](std::vector<std::string> a, const std::string& flag) {
+    a.insert(a.begin(), "replay");
+    a.insert(a.end(), w.begin(), w.end());
+    const auto r = run_cli(a);
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find(flag) != std::string::npos);
+  };
+  refused({"--backend-check", "3"}, "--backend-check: needs --backend");
+  refused({"--shadow"}, "--shadow: needs --backend");
+  refused({"--backend", "cpu", "--shadow"}, "--shadow: needs --backend gpu");
+  refused({"--backend", "tpu"}, "--backend: 'tpu'");
+  refused({"--backend", "cpu", "--backend-shape", "gpt-5"}, "--backend-shape: unknown shape 'gpt-5'");
+  refused({"--backend", "cpu", "--backend-check", "0"}, "--backend-check: must be at least 1");
+  refused({"--backend", "cpu", "--backend-tolerance", "2"}, "--backend-tolerance");
+  refused({"--backend", "cpu", "--mode", "cache"}, "--backend: only engine mode");
+  refused({"--backend", "cpu", "--kv-tier", "cpu:size=2,read=50"}, "--backend: KV tiers");
+  CHECK_FALSE(std::filesystem::exists(dir + "/report.json"));
+}
+
+}  // namespace test_backend_cli

@@ -1,0 +1,154 @@
+// The real backend mode's check (gpu/backend.h) on hand-made steps: a
+// correct prefix hit passes bit-exactly, and each way a block manager can
+// hand a request KV it did not compute -- a block shared between different
+// prompts, a page swapped under a running request, a slot written into the
+// wrong block -- fails it, naming the request and the step.
+#include <catch2/catch.hpp>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "gpu/backend.h"
+#include "gpu/model_shape.h"
+#include "sim/engine/request.h"
+
+using namespace prefixsim;
+using namespace prefixsim::gpu;
+
+namespace test_backend {
+
+// Prices every step at 1 ms; counts the calls.
+class FixedExecutor final : public Executor {
+ public:
+  TimeNs step_time(const Batch&) override {
+    ++calls;
+    return 1'000'000;
+  }
+  int calls = 0;
+};
+
+Request prompt(const std::string& id, std::vector<int32_t> tokens, int64_t outputs = 4) {
+  Request r;
+  r.id = id;
+  r.prompt_len = static_cast<int64_t>(tokens.size());
+  r.tokens = std::move(tokens);
+  r.output_len = outputs;
+  return r;
+}
+
+std::vector<int32_t> iota_tokens(int n, int32_t first) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+struct Step {
+  const Request* r;
+  int64_t computed, fresh;
+  std::vector<BlockId> table;
+};
+
+// Runs the steps in order through one replica's backend executor (a pool of
+// 16 blocks of 16 tokens), then the check.
+BackendCheckResult run(const std::vector<std::vector<Step>>& steps, int64_t check = 8) {
+  BackendConfig cfg;
+  cfg.shape = *find_model_shape("tiny");
+  cfg.check_requests = check;
+  Backend backend(cfg, make_cpu_runner);
+  FixedExecutor modeled;
+  std::unique_ptr<Executor> exec = backend.wrap(modeled, 16, 16, 0);
+  RequestOutputTokens tokens;
+  for (const auto& step : steps) {
+    Batch b;
+    for (const Step& s : step) {
+      b.seqs.push_back({s.fresh, s.computed, s.table});
+      b.origins.push_back({s.r, tokens.prepare(*s.r)});
+    }
+    CHECK(exec->step_time(b) == 1'000'000);  // the CPU backend keeps the modeled time
+  }
+  CHECK(modeled.calls == static_cast<int>(steps.size()));
+  return backend.check();
+}
+
+TEST_CASE("A prefix hit on blocks another request computed passes the backend check bit-exactly", "[gpu][backend]") {
+  // A: 40 tokens in blocks 1, 2, 3. B: A's first 32 tokens (blocks 1, 2 hit)
+  // and 8 of its own in block 4, then two decode steps.
+  std::vector<int32_t> tb = iota_tokens(32, 100);
+  for (int i = 0; i < 8; ++i) tb.push_back(900 + i);
+  const Request a = prompt("A", iota_tokens(40, 100)), b = prompt("B", tb);
+  const BackendCheckResult r =
+      run({{{&a, 0, 40, {1, 2, 3}}}, {{&b, 32, 8, {1, 2, 4}}}, {{&b, 40, 1, {1, 2, 4}}}, {{&b, 41, 1, {1, 2, 4}}}});
+  CHECK(r.failure.empty());
+  CHECK(r.requests == 2);
+  CHECK(r.rows == 4);
+  CHECK(r.max_rel_error == 0.0);
+}
+
+TEST_CASE("A block shared between prompts that differ fails the backend check, naming the request and step",
+          "[gpu][backend]") {
+  // C's first 16 tokens differ from A's, but C is handed A's block 1 as a hit.
+  std::vector<int32_t> tc = iota_tokens(40, 100);
+  tc[3] = 7;
+  const Request a = prompt("A", iota_tokens(40, 100)), c = prompt("C", tc);
+  const BackendCheckResult r = run({{{&a, 0, 40, {1, 2, 3}}}, {{&c, 16, 24, {1, 5, 6}}}});
+  REQUIRE_FALSE(r.failure.empty());
+  CHECK(r.failure.find("request C") != std::string::npos);
+  CHECK(r.failure.find("step 2") != std::string::npos);
+  CHECK(r.max_rel_error > 1e-2);
+}
+
+TEST_CASE("A page swapped under a running request fails the backend check", "[gpu][backend]") {
+  // D's prefill fills blocks 1, 2 (20 tokens); its decode step reads block 7
+  // in place of block 1 (never written: zeros).
+  const Request d = prompt("D", iota_tokens(20, 5));
+  const BackendCheckResult r = run({{{&d, 0, 20, {1, 2}}}, {{&d, 20, 1, {7, 2}}}});
+  REQUIRE_FALSE(r.failure.empty());
+  CHECK(r.failure.find("position 20") != std::string::npos);
+}
+
+TEST_CASE("KV written into a block the next step does not read fails the backend check", "[gpu][backend]") {
+  // E's second chunk writes positions 16..31 into block 3, but its next step
+  // reads them from block 2: the slot mapping and the block table disagree.
+  const Request e = prompt("E", iota_tokens(32, 50));
+  const BackendCheckResult r =
+      run({{{&e, 0, 16, {1, 2}}}, {{&e, 16, 16, {1, 3}}}, {{&e, 32, 1, {1, 2, 4}}}});
+  REQUIRE_FALSE(r.failure.empty());
+  CHECK(r.failure.find("request E") != std::string::npos);
+  CHECK(r.failure.find("step 3") != std::string::npos);
+}
+
+TEST_CASE("The backend check samples the N requests with the smallest keys, whatever the order they run in",
+          "[gpu][backend]") {
+  std::vector<Request> reqs;
+  for (int i = 0; i < 12; ++i) reqs.push_back(prompt("R" + std::to_string(i), iota_tokens(8, 1000 * i)));
+  auto sampled = [&](bool reverse) {
+    std::vector<std::vector<Step>> steps;
+    for (int i = 0; i < 12; ++i) {
+      const int k = reverse ? 11 - i : i;
+      steps.push_back({{&reqs[static_cast<size_t>(k)], 0, 8, {static_cast<BlockId>(1 + k)}}});
+    }
+    return run(steps, 3);
+  };
+  const BackendCheckResult fwd = sampled(false), rev = sampled(true);
+  CHECK(fwd.failure.empty());
+  CHECK(fwd.requests == 3);
+  CHECK(rev.requests == 3);
+  CHECK(fwd.ids == rev.ids);
+  // The three smallest keys are not simply the first three to run.
+  CHECK(fwd.ids != std::vector<std::string>{"R0", "R1", "R2"});
+}
+
+TEST_CASE("A batch without sequence origins is refused by the backend", "[gpu][backend]") {
+  BackendConfig cfg;
+  cfg.shape = *find_model_shape("tiny");
+  Backend backend(cfg, make_cpu_runner);
+  FixedExecutor modeled;
+  auto exec = backend.wrap(modeled, 4, 16, 0);
+  Batch b;
+  const std::vector<BlockId> t{1};
+  b.seqs.push_back({4, 0, t});
+  CHECK_THROWS_AS(exec->step_time(b), InternalError);
+}
+
+}  // namespace test_backend
