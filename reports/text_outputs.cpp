@@ -64,6 +64,30 @@ void latency_row(std::string& out, const char* name, const LatencySummary& s) {
   out += " |\n";
 }
 
+std::string backend_check_line(const BackendReport& b) {
+  if (!b.check) return "";
+  const BackendReport::Check& c = *b.check;
+  return "caching check: " + std::to_string(c.requests) + " requests recomputed without the cache, " +
+         std::to_string(c.rows) + " hidden states compared, max relative error " + fmt("%.3g", c.max_rel_error) +
+         " (tolerance " + fmt("%.3g", c.tolerance) + "): " + (c.failure.empty() ? "passed" : "FAILED: " + c.failure);
+}
+
+// summary.md's `## Real backend` (replay --backend).
+std::string backend_section(const BackendReport& b) {
+  std::string out = "\n## Real backend\n\nEvery step's batch ran on a random-weight " + b.shape + " (" +
+                    std::to_string(b.layers) + " layers, hidden " + std::to_string(b.hidden) + ") on the " + b.kind +
+                    ": " + std::to_string(b.steps) + " steps, " + std::to_string(b.tokens) +
+                    " tokens; the clock came from the " + (b.measured_time ? "measured forward" : "cost model") + ".\n";
+  if (b.check) out += "\n" + backend_check_line(b) + ".\n";
+  if (b.shadow) {
+    const BackendReport::Shadow& sh = *b.shadow;
+    out += "\nModeled against measured step time over " + std::to_string(sh.steps) + " steps: MAPE " +
+           fmt("%.1f %%", sh.mape) + ", bias " + fmt("%+.1f %%", sh.bias) + ", |error| p50 " +
+           fmt("%.1f %%", sh.p50_abs_error) + " / p90 " + fmt("%.1f %%", sh.p90_abs_error) + "; summed " +
+           fmt("%.1f ms", sh.modeled_ms) + " modeled, " + fmt("%.1f ms", sh.measured_ms) + " measured.\n";
+  }
+  return out;
+}
 }  // namespace
 
 std::string render_series_csv(const RunReport& r) {
@@ -225,6 +249,7 @@ std::string render_summary_md(const RunReport& r) {
              " / " + pct(x.kv_usage_max) + " | " + std::to_string(x.preemptions) + " |\n";
     }
   }
+  if (r.backend) out += backend_section(*r.backend);
   return out;
 }
 
@@ -246,6 +271,15 @@ std::string render_terminal_summary(const RunReport& r) {
            fmt("%.1f", t.throughput.output_tokens_per_s) + " output tokens/s; " +
            std::to_string(t.engine.preemptions) + " preemptions\n";
     if (!t.load.saturation_line().empty()) out += "  " + t.load.saturation_line() + "\n";
+  }
+  if (r.backend) {
+    const BackendReport& b = *r.backend;
+    out += "  backend " + b.kind + " (" + b.shape + "): " + std::to_string(b.steps) + " steps, " +
+           std::to_string(b.tokens) + " tokens executed\n";
+    if (b.check) out += "  " + backend_check_line(b) + "\n";
+    if (b.shadow)
+      out += "  shadow: modeled vs measured step time, MAPE " + fmt("%.1f %%", b.shadow->mape) + ", bias " +
+             fmt("%+.1f %%", b.shadow->bias) + " over " + std::to_string(b.shadow->steps) + " steps\n";
   }
   for (const std::string& n : r.run.notes) out += "  note: " + n + "\n";
   return out;

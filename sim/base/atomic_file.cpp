@@ -273,6 +273,8 @@ void install_cleanup_on_signals() {
 }
 
 std::string read_whole_file(const std::string& path, const std::string& what, bool large) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not the " + what);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open the " + what);
   const uint64_t cap = large ? input_limits().max_input_bytes : input_limits().max_line_bytes;

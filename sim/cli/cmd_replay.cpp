@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include "policies/registry.h"
@@ -216,6 +217,10 @@ int cmd_replay(const Args& args) {
                                    ", policy " + policy_name + ", " + std::to_string(kv_size.num_blocks) +
                                    " blocks, " + model.name + " on " + gpu.name + " at TP " + std::to_string(s.tp) +
                                    ", every " + std::to_string(steps_every) + " step(s)";
+        // Steps inside --out: make --out now (the report makes it at the end).
+        const std::filesystem::path steps_dir = std::filesystem::path(vm["steps-out"].as<std::string>()).parent_path();
+        if (!steps_dir.empty() && !std::filesystem::exists(steps_dir) && same_path(steps_dir.string(), s.out))
+          std::filesystem::create_directories(steps_dir);
         steps = std::make_unique<StepsWriter>(vm["steps-out"].as<std::string>(), model.name, s.tp, s.block_size,
                                               source);
         collector.record_steps(steps.get(), steps_every);

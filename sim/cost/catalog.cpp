@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 #include "sim/base/yaml_doc.h"
 
@@ -250,13 +251,7 @@ std::deque<GpuSpec>& gpus_store() {
   return gpus;
 }
 
-std::string read_catalog_file(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file + ": cannot open the catalog file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_catalog_file(const std::string& file) { return read_whole_file(file, "catalog file", true); }
 
 // The line of the entry named `name` in the file (for the duplicate error).
 int line_of(std::string_view yaml, const std::string& file, const char* key, const std::string& name) {

@@ -30,12 +30,14 @@ class LimitedSource final : public RequestSource {
 // rescaled time past the int64 nanosecond range is an error, not a wrap.
 class RescaledSource final : public RequestSource {
  public:
-  RescaledSource(std::unique_ptr<RequestSource> inner, double factor) : inner_(std::move(inner)), factor_(factor) {}
+  // `flag` is what set the factor, named when a rescaled time overflows.
+  RescaledSource(std::unique_ptr<RequestSource> inner, double factor, std::string flag = "--time-scale")
+      : inner_(std::move(inner)), factor_(factor), flag_(std::move(flag)) {}
   bool next(Request& out) override {
     if (!inner_->next(out)) return false;
     if (!started_) first_ = out.arrival, started_ = true;
     const double t = static_cast<double>(first_) + static_cast<double>(out.arrival - first_) * factor_;
-    if (!(t < 9.2e18)) throw InputError("--time-scale: request " + out.id + " would arrive past 292 years");
+    if (!(t < 9.2e18)) throw InputError(flag_ + ": request " + out.id + " would arrive past 292 years");
     out.arrival = static_cast<TimeNs>(std::llround(t));
     return true;
   }
@@ -45,6 +47,7 @@ class RescaledSource final : public RequestSource {
  private:
   std::unique_ptr<RequestSource> inner_;
   double factor_;
+  std::string flag_;
   bool started_ = false;
   TimeNs first_ = 0;
 };

@@ -135,7 +135,8 @@ VllmTiming vllm_timing(const Scenario& s, const ResolvedScenario& r) {
 std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const ResolvedScenario& r,
                                                    const WarmupSource** warmup) {
   std::unique_ptr<RequestSource> src = open_raw_input(s);
-  if (!s.trace.empty() && r.time_scale != 1.0) src = std::make_unique<RescaledSource>(std::move(src), r.time_scale);
+  if (!s.trace.empty() && r.time_scale != 1.0)
+    src = std::make_unique<RescaledSource>(std::move(src), r.time_scale, r.trace_rate > 0 ? "--rate" : "--time-scale");
   if (s.warmup || s.warmup_seconds) {
     auto w = std::make_unique<WarmupSource>(std::move(src), s.warmup.value_or(0), s.warmup_seconds.value_or(0));
     if (warmup) *warmup = w.get();

@@ -440,6 +440,10 @@ std::vector<BadCase> bad_cases() {
       {"generate --rate 1e-9 (arrivals past the int64 nanosecond clock)", {},
        {"generate", "chatbot", "--rate", "1e-9", "-o", "@/out/t.jsonl"}, "--rate: 2000 requests at 1e-09/s"},
       {"replay workload --rate 1e-9", {}, {"replay", "--rate", "1e-9"}, "--rate"},
+      {"replay trace --rate 1e-300 (the rescaled arrivals overflow: --rate is named, not --time-scale)", {},
+       {"replay", "%/agentic_mooncake_small.jsonl", "--rate", "1e-300"}, "--rate: request"},
+      {"replay --model-file a directory", {}, {"replay", "--model-file", "@"}, "is a directory, not the catalog file"},
+      {"replay --gpu-file a directory", {}, {"replay", "--gpu-file", "@"}, "is a directory, not the catalog file"},
       {"replay a trace folder with a *.json symlink loop", {{"kv/trace_0000.json", conversation(0)}},
        {"replay", "@/kv"}, "loop.json:1: cannot read conversation file",
        [](const std::string& d) {

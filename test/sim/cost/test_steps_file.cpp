@@ -116,6 +116,10 @@ TEST_CASE("replay --steps-out records the scheduler's batches, deterministically
   REQUIRE(test::run_cli({"replay", "--requests", "300", "--steps-out", dir + "/again.csv", "--out", dir + "/o3",
                          "--quiet"}).rc == 0);
   CHECK(test::read_file(dir + "/again.csv") == test::read_file(dir + "/all.csv"));
+  // Inside an --out that does not exist yet: the run makes it.
+  REQUIRE(test::run_cli({"replay", "--requests", "300", "--steps-out", dir + "/o5/steps.csv", "--out", dir + "/o5",
+                         "--quiet"}).rc == 0);
+  CHECK(test::read_file(dir + "/o5/steps.csv") == test::read_file(dir + "/all.csv"));
 
   const auto cache = test::run_cli({"replay", "--requests", "30", "--mode", "cache", "--steps-out", dir + "/c.csv",
                                     "--out", dir + "/o4"});
