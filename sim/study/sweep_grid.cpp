@@ -287,6 +287,9 @@ std::string key_of_message(const std::string& msg) {
 }
 
 std::vector<GridPoint> expand_grid(const Grid& g) {
+  // $PREFIXSIM_CATALOG's files are not the grid's: read them first, so that
+  // their errors name them rather than a grid line and a point.
+  load_catalog_env();
   size_t total = 1;
   for (const GridDimension& d : g.dims) {
     if (d.size() > 0 && total > 1000000 / d.size()) throw InputError(g.path, 1, "axes: more than 1000000 points");

@@ -124,6 +124,19 @@ TEST_CASE("PREFIXSIM_CATALOG's models.yaml and gpus.yaml extend the catalog", "[
   CHECK(missing.err.find("PREFIXSIM_CATALOG") != std::string::npos);
 }
 
+TEST_CASE("a bad PREFIXSIM_CATALOG under sweep is blamed on the catalog, not on a grid line", "[cli][catalog]") {
+  const std::string dir = temp_dir("catalog-env-sweep");
+  write_text_file(dir, "models.yaml", "models:\n  - name: x\n    layers: oops\n");
+  write_text_file(dir, "g.yaml", "base: {workload: chatbot, requests: 5}\naxes: {replicas: [1, 2]}\n");
+  ::setenv("PREFIXSIM_CATALOG", dir.c_str(), 1);
+  const auto r = run_cli({"sweep", dir + "/g.yaml", "--out", dir + "/o"});
+  ::unsetenv("PREFIXSIM_CATALOG");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find(dir + "/models.yaml:") != std::string::npos);
+  CHECK(r.err.find("g.yaml") == std::string::npos);
+  CHECK(r.err.find("at the point") == std::string::npos);
+}
+
 TEST_CASE("a PREFIXSIM_CATALOG file with text that is not UTF-8, or an alias bomb, is exit 2 naming file and line",
           "[cli][catalog]") {
   const std::string text_dir = temp_dir("catalog-env-utf8"), bomb_dir = temp_dir("catalog-env-bomb");
