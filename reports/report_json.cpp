@@ -60,6 +60,8 @@ ojson backend_json(const BackendReport& b) {
                         {"abs_error_pct", ojson{{"p50", s.p50_abs_error}, {"p90", s.p90_abs_error}}},
                         {"modeled_ms", s.modeled_ms},
                         {"measured_ms", s.measured_ms},
+                        {"ttft_ms", ojson{{"measured", ojson{{"p50", s.ttft_measured_p50}, {"p99", s.ttft_measured_p99}}},
+                                          {"modeled", ojson{{"p50", s.ttft_modeled_p50}, {"p99", s.ttft_modeled_p99}}}}},
                         {"worst_steps", worst}};
   }
   return j;

@@ -84,7 +84,10 @@ std::string backend_section(const BackendReport& b) {
     out += "\nModeled against measured step time over " + std::to_string(sh.steps) + " steps: MAPE " +
            fmt("%.1f %%", sh.mape) + ", bias " + fmt("%+.1f %%", sh.bias) + ", |error| p50 " +
            fmt("%.1f %%", sh.p50_abs_error) + " / p90 " + fmt("%.1f %%", sh.p90_abs_error) + "; summed " +
-           fmt("%.1f ms", sh.modeled_ms) + " modeled, " + fmt("%.1f ms", sh.measured_ms) + " measured.\n";
+           fmt("%.1f ms", sh.modeled_ms) + " modeled, " + fmt("%.1f ms", sh.measured_ms) + " measured. TTFT p50 / p99: " +
+           duration_text(sh.ttft_measured_p50) + " / " + duration_text(sh.ttft_measured_p99) + " on the measured clock, " +
+           duration_text(sh.ttft_modeled_p50) + " / " + duration_text(sh.ttft_modeled_p99) +
+           " when the cost model drives the same scenario.\n";
   }
   return out;
 }

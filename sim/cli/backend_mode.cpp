@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/base/error.h"
+#include "sim/scenario/point_run.h"
 #ifdef PREFIXSIM_WITH_CUDA
 #include "gpu/cuda_api.h"
 #endif
@@ -163,6 +164,21 @@ BackendReport backend_report(const gpu::Backend& b, const std::optional<gpu::Bac
   }
   if (c.shadow) r.shadow = shadow_summary(b.stats().shadow);
   return r;
+}
+
+void add_modeled_twin(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const PolicyContext& ctx,
+                      const LatencySummary& measured, BackendReport::Shadow& shadow) {
+  std::vector<Request> requests;
+  const std::unique_ptr<RequestSource> src = open_scenario_input(s, r);
+  for (Request q; src->next(q);) requests.push_back(std::move(q));
+  PointInput in;
+  in.requests = &requests;
+  const PointResult p = run_point(in, s, r, s.policy, ctx, num_blocks);
+  if (p.error) std::rethrow_exception(p.error);
+  shadow.ttft_measured_p50 = measured.p50;
+  shadow.ttft_measured_p99 = measured.p99;
+  shadow.ttft_modeled_p50 = p.ttft.p50;
+  shadow.ttft_modeled_p99 = p.ttft.p99;
 }
 
 }  // namespace prefixsim::cli

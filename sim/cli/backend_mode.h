@@ -9,6 +9,7 @@
 #include "sim/cli/options.h"
 #include "sim/cost/catalog.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_run.h"
 
 namespace prefixsim::cli {
 
@@ -20,5 +21,10 @@ std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Sc
                                            int64_t pool_blocks);
 // report.json's `backend`, with the check's outcome when it ran.
 BackendReport backend_report(const gpu::Backend& b, const std::optional<gpu::BackendCheckResult>& check);
+// --shadow: the scenario replayed again with the cost model alone (no
+// backend), whose TTFT the measured run is held against; into `shadow`,
+// beside the measured run's own (`measured`, report.json's latency_ms.ttft).
+void add_modeled_twin(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const PolicyContext& ctx,
+                      const LatencySummary& measured, BackendReport::Shadow& shadow);
 
 }  // namespace prefixsim::cli

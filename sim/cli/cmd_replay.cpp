@@ -255,6 +255,8 @@ int cmd_replay(const Args& args) {
       if (backend) {
         if (backend->config().check_requests > 0) backend_check = backend->check();
         report.backend = backend_report(*backend, backend_check);
+        if (report.backend->shadow)
+          add_modeled_twin(s, resolved, kv_size.num_blocks, pctx, report.timed->latency_ms.ttft, *report.backend->shadow);
       }
       refused = res.refused;
       first_refusal = collector.first_refusal();
