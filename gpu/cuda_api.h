@@ -4,9 +4,9 @@
 //
 // STATUS: the tests in test/gpu/test_gpu_kernels.cpp, which compare every
 // entry point here with its CPU reference (gpu/cpu_ref.h), passed on an H100
-// on 2026-11-22 (gpu/README.md, gpu/bench/RESULTS.md). GpuExecutor is not
-// driven by any test; make_gpu_runner and Model::forward_tagged (the
-// backend mode, 2026-11-28) have a test that has not yet run on a GPU.
+// on 2026-11-22 (gpu/README.md, gpu/bench/RESULTS.md). make_gpu_runner and
+// Model::forward_tagged (the backend mode, 2026-11-28) have a test that has
+// not yet run on a GPU.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,7 @@ namespace prefixsim::gpu::cuda {
 // Same contract and results (up to summation order and K2's bf16 rounding of
 // the softmax probabilities before the P.V product).
 enum class AttnKernel { k1, k2 };
-// The one launch_attention uses when none is named (the model runner, GpuExecutor).
+// The one launch_attention uses when none is named (the model runner).
 inline constexpr AttnKernel kDefaultAttnKernel = AttnKernel::k2;
 inline const char* attn_kernel_name(AttnKernel k) { return k == AttnKernel::k1 ? "attn_k1" : "attn_k2"; }
 
@@ -119,16 +119,5 @@ class Model {
 std::unique_ptr<ModelRunner> make_gpu_runner(const ModelShape& shape, int64_t num_blocks, int32_t block_size,
                                              uint64_t seed);
 
-// An Executor that runs each step on the GPU and reports its measured time.
-class GpuExecutor : public Executor {
- public:
-  GpuExecutor(const ModelShape& shape, int64_t num_blocks, int32_t block_size, uint64_t seed);
-  TimeNs step_time(const Batch& batch) override;
-
- private:
-  Model model_;
-  int32_t block_size_;
-  int64_t num_blocks_;
-};
 
 }  // namespace prefixsim::gpu::cuda

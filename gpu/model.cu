@@ -1,7 +1,7 @@
 // cuBLASLt GEMMs and the random-weight Llama model runner: a full prefill
 // forward of one Batch over the model's own paged KV pool (attention by
 // kDefaultAttnKernel, K2). Tested against CpuLlama on an H100, 2026-11-22
-// (see cuda_api.h); GpuExecutor itself is not driven by any test.
+// (see cuda_api.h). make_gpu_runner is the real backend mode's runner.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -296,14 +296,6 @@ class GpuRunner final : public ModelRunner {
 std::unique_ptr<ModelRunner> make_gpu_runner(const ModelShape& shape, int64_t num_blocks, int32_t block_size,
                                              uint64_t seed) {
   return std::make_unique<GpuRunner>(shape, num_blocks, block_size, seed);
-}
-
-GpuExecutor::GpuExecutor(const ModelShape& shape, int64_t num_blocks, int32_t block_size, uint64_t seed)
-    : model_(shape, num_blocks, block_size, seed), block_size_(block_size), num_blocks_(num_blocks) {}
-
-TimeNs GpuExecutor::step_time(const Batch& batch) {
-  const PagedBatch pb = export_paged_batch(batch, block_size_, num_blocks_);
-  return static_cast<TimeNs>(std::llround(model_.time_forward_ms(pb, 1) * 1e6));
 }
 
 }  // namespace prefixsim::gpu::cuda
