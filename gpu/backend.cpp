@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <limits>
 #include <xxhash.h>
 
 #include "gpu/hd.h"
@@ -17,6 +19,7 @@ class BackendExecutor final : public Executor {
   BackendExecutor(Backend& owner, Executor& modeled, int64_t num_blocks, int32_t block_size, uint32_t replica)
       : owner_(owner), modeled_(modeled), num_blocks_(num_blocks), block_size_(block_size), replica_(replica),
         runner_(owner.make_runner_(owner.cfg_.shape, num_blocks, block_size, owner.cfg_.seed)) {}
+  ModelRunner* runner() { return runner_.get(); }
 
   TimeNs step_time(const Batch& batch) override {
     const StepCost c = step_cost(batch);
@@ -78,6 +81,7 @@ class BackendExecutor final : public Executor {
       }
     }
     const double ms = runner_->forward(pb, tags_, owner_.cfg_.seed, rows_, out_);
+    if (owner_.replicas_[replica_].tee) owner_.after_step(replica_, pb);
     const size_t H = static_cast<size_t>(owner_.cfg_.shape.hidden);
     for (size_t i = 0; i < kept_.size(); ++i)
       kept_[i].sample->rows.push_back(
@@ -113,9 +117,136 @@ Backend::Backend(BackendConfig cfg, RunnerFactory make_runner) : cfg_(std::move(
 
 Backend::~Backend() = default;
 
-std::unique_ptr<Executor> Backend::wrap(Executor& modeled, int64_t num_blocks, int32_t block_size, uint32_t replica) {
+std::unique_ptr<Executor> Backend::wrap(Executor& modeled, BlockPool& pool, int32_t block_size, uint32_t replica) {
   block_size_ = block_size;
-  return std::make_unique<BackendExecutor>(*this, modeled, num_blocks, block_size, replica);
+  auto exec = std::make_unique<BackendExecutor>(*this, modeled, pool.num_blocks(), block_size, replica);
+  if (replicas_.size() <= replica) replicas_.resize(replica + 1);
+  Replica& rep = replicas_[replica];
+  rep.pool = &pool;
+  rep.runner = exec->runner();
+  rep.complete.assign(static_cast<size_t>(pool.num_blocks()), 0);
+  return exec;
+}
+
+// Ahead of a replica pool's listener: which GPU block holds each cached
+// hash. An evicted block's pending tier copies are taken before the block is
+// reused, and an evict-mode tier behind copies it while `evicting` says so.
+class BackendPoolTee final : public PoolListener {
+ public:
+  BackendPoolTee(Backend& owner, Backend::Replica& rep, PoolListener* next) : owner_(owner), rep_(rep), next_(next) {}
+  void on_pool_cached(const BlockHash& h, uint32_t key) override {
+    rep_.block_of[h] = rep_.pool->find(h);
+    if (next_) next_->on_pool_cached(h, key);
+  }
+  void on_pool_evicted(const BlockHash& h, uint32_t key) override {
+    auto it = rep_.block_of.find(h);
+    const BlockId b = it == rep_.block_of.end() ? kNoBlock : it->second;
+    if (b != kNoBlock) owner_.resolve_pending(rep_, [b](const Backend::Replica::Pending& p) { return p.block == b; });
+    rep_.evicting = b;
+    if (next_) next_->on_pool_evicted(h, key);
+    rep_.evicting = kNoBlock;
+    if (b != kNoBlock) rep_.complete[static_cast<size_t>(b)] = 0;  // about to hold other KV
+    rep_.block_of.erase(h);
+  }
+
+ private:
+  Backend& owner_;
+  Backend::Replica& rep_;
+  PoolListener* next_;
+};
+
+void Backend::listen_to_pools() {
+  for (Replica& rep : replicas_) {
+    if (rep.tee || !rep.pool) continue;
+    rep.tee = std::make_unique<BackendPoolTee>(*this, rep, rep.pool->listener());
+    rep.pool->set_listener(rep.tee.get());
+  }
+}
+
+void Backend::resolve_pending(Replica& rep, const std::function<bool(const Replica::Pending&)>& which) {
+  std::vector<Replica::Pending> left;
+  for (const Replica::Pending& p : rep.pending) {
+    if (!which(p)) {
+      left.push_back(p);
+      continue;
+    }
+    auto it = mirror_[p.tier].find(p.hash);
+    if (it == mirror_[p.tier].end() || it->second) continue;  // evicted from the tier, or filled since
+    auto data = std::make_shared<std::vector<float>>();
+    rep.runner->read_block(p.block, *data);
+    it->second = std::move(data);
+  }
+  rep.pending.swap(left);
+}
+
+void Backend::after_step(uint32_t r, const PagedBatch& pb) {
+  Replica& rep = replicas_[r];
+  // A block is whole once a step has written its last slot (its slots are
+  // written in order from slot 0: hits and loads are whole blocks).
+  for (int64_t slot : pb.slot_mapping)
+    rep.complete[static_cast<size_t>(slot / block_size_)] = slot % block_size_ == block_size_ - 1;
+  // Every copy waiting for this step: its block holds the hash's KV now.
+  resolve_pending(rep, [](const Replica::Pending&) { return true; });
+}
+
+void Backend::on_tier_stored(const KvTier& t, const BlockHash& h, const KvTier* from, uint32_t replica) {
+  ++stats_.tier_stores;
+  if (from) {  // moved down: the tier above still holds its copy (its eviction is told next)
+    const Mirror& above = mirror_[from];
+    auto it = above.find(h);
+    if (it != above.end()) mirror_[&t][h] = it->second;
+    return;
+  }
+  if (replica >= replicas_.size()) return;
+  Replica& rep = replicas_[replica];
+  auto it = rep.block_of.find(h);
+  if (it == rep.block_of.end() || it->second == kNoBlock) return;  // no GPU block holds it: the tier gets no KV
+  const BlockId b = it->second;
+  if (b == rep.evicting) {  // evict-mode: the block is reused by the step about to run; copy it now
+    auto data = std::make_shared<std::vector<float>>();
+    rep.runner->read_block(b, *data);
+    mirror_[&t][h] = std::move(data);
+    return;
+  }
+  // Cached by the step about to run (or a hit, or cached after its step):
+  // copied once that step has run, or when the block is evicted first.
+  mirror_[&t][h] = nullptr;
+  rep.pending.push_back({b, &t, h});
+}
+
+void Backend::on_tier_evicted(const KvTier& t, const BlockHash& h) { mirror_[&t].erase(h); }
+
+void Backend::on_tier_loaded(const KvTier& t, const BlockHash& h, BlockId b, uint32_t replica) {
+  ++stats_.tier_loads;
+  Replica& rep = replicas_.at(replica);
+  const Mirror& m = mirror_[&t];
+  auto it = m.find(h);
+  if (it != m.end() && !it->second) {  // pending: its block may be whole already (cached after its step)
+    for (Replica& src : replicas_)
+      resolve_pending(src, [&](const Replica::Pending& p) {
+        if (p.tier != &t || !(p.hash == h) || !src.complete[static_cast<size_t>(p.block)]) return false;
+        auto at = src.block_of.find(h);
+        return at != src.block_of.end() && at->second == p.block;
+      });
+  }
+  if (it != m.end() && it->second) {
+    rep.runner->write_block(b, *it->second);
+  } else {
+    std::vector<float> nan;
+    rep.runner->read_block(b, nan);  // the block's size
+    std::fill(nan.begin(), nan.end(), std::numeric_limits<float>::quiet_NaN());
+    rep.runner->write_block(b, nan);
+    if (stats_.tier_missing++ == 0) {
+      char hash[40];
+      std::snprintf(hash, sizeof hash, "%016llx%016llx", static_cast<unsigned long long>(h.hi),
+                    static_cast<unsigned long long>(h.lo));
+      stats_.first_missing = "replica " + std::to_string(replica) + " loaded block " + hash + " from tier " +
+                             t.config().name + " into GPU block " + std::to_string(b) + ", but the tier was " +
+                             (it != m.end() ? "given it before the step computing it had run"
+                                            : "never given its KV (no GPU block held it, or it was evicted)");
+    }
+  }
+  rep.complete[static_cast<size_t>(b)] = 1;
 }
 
 uint64_t Backend::sample_key(const Request& r) {
@@ -149,6 +280,8 @@ BackendCheckResult Backend::check() {
   BackendCheckResult res;
   int64_t longest = 0;
   for (const auto& [key, s] : samples_) longest = std::max<int64_t>(longest, static_cast<int64_t>(s.tags.size()));
+  if (stats_.tier_missing > 0)
+    res.failure = "KV tier: " + stats_.first_missing + " (" + std::to_string(stats_.tier_missing) + " such loads)";
   if (samples_.empty() || longest == 0) return res;
   const int32_t bs = block_size_;
   const int64_t blocks = (longest + bs - 1) / bs + 1;  // and the null block

@@ -15,6 +15,14 @@
 // request read KV it did not compute (a wrongly shared block, a stale page,
 // a wrong slot) cannot pass.
 //
+// KV tiers: the backend mirrors them (TierObserver). A block written to a
+// tier takes a copy of the KV the backend holds for it in the GPU block the
+// pool cached it in (pending until the step computing it has run); a move
+// down takes the tier's copy; an eviction drops it; a load copies it into
+// the GPU block the scheduler allocated. A load of a block the tier was never
+// given data for writes NaN there (and is counted): whatever reads it then
+// fails the check.
+//
 // Time: the CPU backend leaves the clock to the cost model (`modeled`); the
 // GPU backend's measured device time of each forward drives it (the cost
 // model's host time added), and with `shadow` every step is also priced by
@@ -22,15 +30,20 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <unordered_map>
+
 #include "gpu/model_runner.h"
 #include "gpu/model_shape.h"
 #include "sim/engine/batch.h"
 #include "sim/engine/scheduler.h"
+#include "sim/kv/block_pool.h"
+#include "sim/kv/kv_tier.h"
 
 namespace prefixsim::gpu {
 
@@ -58,6 +71,11 @@ struct BackendStats {
   int64_t tokens = 0;  // new tokens executed
   double measured_ms = 0;
   std::vector<ShadowStep> shadow;  // every step, when shadowing
+  // KV tiers: blocks copied into a tier's mirror from a GPU block, blocks
+  // loaded from a mirror into a GPU block, and loads the mirror had no data
+  // for (the first one described).
+  uint64_t tier_stores = 0, tier_loads = 0, tier_missing = 0;
+  std::string first_missing;
 };
 
 struct BackendCheckResult {
@@ -68,7 +86,7 @@ struct BackendCheckResult {
   std::string failure;   // the first mismatch ("" when every row matched)
 };
 
-class Backend {
+class Backend final : public TierObserver {
  public:
   Backend(BackendConfig cfg, RunnerFactory make_runner);
   ~Backend();
@@ -79,7 +97,15 @@ class Backend {
   // (num_blocks blocks of block_size, the block pool's ids, null block 0
   // included) and prices them with `modeled` (see the header comment).
   // `modeled` must outlive the executor.
-  std::unique_ptr<Executor> wrap(Executor& modeled, int64_t num_blocks, int32_t block_size, uint32_t replica);
+  std::unique_ptr<Executor> wrap(Executor& modeled, BlockPool& pool, int32_t block_size, uint32_t replica);
+  // With KV tiers: hears every replica's pool (cached and evicted blocks, to
+  // know which GPU block holds a hash), ahead of the listener already there
+  // (the tier stack), which it forwards to. Call after the tiers are attached.
+  void listen_to_pools();
+
+  void on_tier_stored(const KvTier& t, const BlockHash& h, const KvTier* from, uint32_t replica) override;
+  void on_tier_evicted(const KvTier& t, const BlockHash& h) override;
+  void on_tier_loaded(const KvTier& t, const BlockHash& h, BlockId b, uint32_t replica) override;
 
   // After the run: recomputes the sampled requests (see the header comment).
   BackendCheckResult check();
@@ -106,8 +132,35 @@ class Backend {
   Sample* find_sample(const SeqOrigin& o);
   static uint64_t sample_key(const Request& r);
 
+  // One replica's side: its runner and pool, which GPU block holds each
+  // cached hash, which blocks hold whole KV (a step wrote their last slot,
+  // or a load filled them), the block being evicted while the pool says
+  // so, and the tier copies waiting for their block's step to run.
+  struct Replica {
+    BlockPool* pool = nullptr;
+    ModelRunner* runner = nullptr;
+    std::unique_ptr<PoolListener> tee;
+    std::unordered_map<BlockHash, BlockId, BlockHashHasher> block_of;
+    std::vector<uint8_t> complete;
+    BlockId evicting = kNoBlock;
+    struct Pending {
+      BlockId block;
+      const KvTier* tier;
+      BlockHash hash;
+    };
+    std::vector<Pending> pending;
+  };
+  using Mirror = std::unordered_map<BlockHash, std::shared_ptr<const std::vector<float>>, BlockHashHasher>;
+  friend class BackendPoolTee;
+  // After replica r's step: the slots it wrote, then the pending copies.
+  void after_step(uint32_t r, const PagedBatch& pb);
+  // Copies the pending tier copies `which` selects from their blocks now.
+  void resolve_pending(Replica& rep, const std::function<bool(const Replica::Pending&)>& which);
+
   BackendConfig cfg_;
   RunnerFactory make_runner_;
+  std::vector<Replica> replicas_;
+  std::unordered_map<const KvTier*, Mirror> mirror_;  // null data: pending
   int32_t block_size_ = 0;
   RequestOutputTokens tokens_;  // the engine's token rule (Engine::kTraceTokens)
   std::map<uint64_t, Sample> samples_;

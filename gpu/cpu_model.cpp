@@ -105,6 +105,23 @@ class CpuRunner final : public ModelRunner {
     return 0;
   }
 
+  void read_block(int64_t b, std::vector<float>& out) override {
+    const KvPoolLayout& L = model_.layout();
+    out.resize(static_cast<size_t>(2 * L.num_layers * L.block_elems()));
+    for (int64_t l = 0; l < L.num_layers; ++l)
+      for (int kv = 0; kv < 2; ++kv)
+        std::copy_n(model_.pool_at(L.offset(l, kv, b, 0, 0, 0)), L.block_elems(),
+                    out.data() + (2 * l + kv) * L.block_elems());
+  }
+  void write_block(int64_t b, const std::vector<float>& in) override {
+    const KvPoolLayout& L = model_.layout();
+    if (static_cast<int64_t>(in.size()) != 2 * L.num_layers * L.block_elems())
+      throw InternalError("CpuRunner: a block of the wrong size");
+    for (int64_t l = 0; l < L.num_layers; ++l)
+      for (int kv = 0; kv < 2; ++kv)
+        std::copy_n(in.data() + (2 * l + kv) * L.block_elems(), L.block_elems(), model_.pool_at(L.offset(l, kv, b, 0, 0, 0)));
+  }
+
  private:
   CpuLlama model_;
   std::vector<float> x_;

@@ -27,6 +27,7 @@ class CpuLlama {
 
   float* k_cache(int64_t l) { return pool_.data() + layout_.offset(l, 0, 0, 0, 0, 0); }
   float* v_cache(int64_t l) { return pool_.data() + layout_.offset(l, 1, 0, 0, 0, 0); }
+  float* pool_at(int64_t offset) { return pool_.data() + offset; }
 
  private:
   struct Layer {

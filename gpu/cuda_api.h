@@ -106,6 +106,9 @@ class Model {
   // returns the forward's device time in ms (CUDA events, no L2 flush).
   double forward_tagged(const PagedBatch& pb, const std::vector<uint64_t>& tags, uint64_t input_seed,
                         const std::vector<int64_t>& rows, std::vector<uint16_t>& out);
+  // Block b's KV, every layer's K then V, as bf16 bits; and back.
+  void read_block(int64_t b, std::vector<uint16_t>& out);
+  void write_block(int64_t b, const std::vector<uint16_t>& in);
 
  private:
   struct Impl;

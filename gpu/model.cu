@@ -274,6 +274,26 @@ double Model::forward_tagged(const PagedBatch& pb, const std::vector<uint64_t>& 
   return ms;
 }
 
+void Model::read_block(int64_t b, std::vector<uint16_t>& out) {
+  const KvPoolLayout& L = impl_->layout;
+  const size_t n = static_cast<size_t>(L.block_elems());
+  out.resize(2 * static_cast<size_t>(L.num_layers) * n);
+  for (int64_t l = 0; l < L.num_layers; ++l)
+    for (int kv = 0; kv < 2; ++kv)
+      PFX_CUDA(cudaMemcpy(out.data() + (2 * l + kv) * n, impl_->pool.get() + L.offset(l, kv, b, 0, 0, 0), n * 2,
+                          cudaMemcpyDeviceToHost));
+}
+
+void Model::write_block(int64_t b, const std::vector<uint16_t>& in) {
+  const KvPoolLayout& L = impl_->layout;
+  const size_t n = static_cast<size_t>(L.block_elems());
+  if (in.size() != 2 * static_cast<size_t>(L.num_layers) * n) throw InternalError("gpu model: a block of the wrong size");
+  for (int64_t l = 0; l < L.num_layers; ++l)
+    for (int kv = 0; kv < 2; ++kv)
+      PFX_CUDA(cudaMemcpy(impl_->pool.get() + L.offset(l, kv, b, 0, 0, 0), in.data() + (2 * l + kv) * n, n * 2,
+                          cudaMemcpyHostToDevice));
+}
+
 namespace {
 class GpuRunner final : public ModelRunner {
  public:
@@ -285,6 +305,16 @@ class GpuRunner final : public ModelRunner {
     out.resize(bits_.size());
     for (size_t i = 0; i < bits_.size(); ++i) out[i] = bf16_to_f32(bits_[i]);
     return ms;
+  }
+  void read_block(int64_t b, std::vector<float>& out) override {
+    model_.read_block(b, bits_);
+    out.resize(bits_.size());
+    for (size_t i = 0; i < bits_.size(); ++i) out[i] = bf16_to_f32(bits_[i]);
+  }
+  void write_block(int64_t b, const std::vector<float>& in) override {
+    bits_.resize(in.size());
+    for (size_t i = 0; i < in.size(); ++i) bits_[i] = f32_to_bf16(in[i]);
+    model_.write_block(b, bits_);
   }
 
  private:

@@ -25,6 +25,10 @@ class ModelRunner {
   // of the forward in ms, or 0 when the runner does not measure (CPU).
   virtual double forward(const PagedBatch& pb, const std::vector<uint64_t>& tags, uint64_t input_seed,
                          const std::vector<int64_t>& rows, std::vector<float>& out) = 0;
+  // The KV of pool block b, every layer's K then V (KvPoolLayout order), as
+  // floats; and back. What a KV tier copies out of and into a GPU block.
+  virtual void read_block(int64_t b, std::vector<float>& out) = 0;
+  virtual void write_block(int64_t b, const std::vector<float>& in) = 0;
 };
 
 // A runner of `shape` (weights from `seed`) over a pool of num_blocks blocks

@@ -50,6 +50,8 @@ ojson backend_json(const BackendReport& b) {
                        {"passed", c.failure.empty()},
                        {"failure", c.failure.empty() ? ojson(nullptr) : ojson(c.failure)}};
   }
+  if (b.tiers)
+    j["tiers"] = ojson{{"stores", b.tiers->stores}, {"loads", b.tiers->loads}, {"missing", b.tiers->missing}};
   if (b.shadow) {
     const BackendReport::Shadow& s = *b.shadow;
     ojson worst = ojson::array();

@@ -234,6 +234,12 @@ struct BackendReport {
     double ttft_measured_p50 = 0, ttft_measured_p99 = 0, ttft_modeled_p50 = 0, ttft_modeled_p99 = 0;
   };
   std::optional<Shadow> shadow;
+  // KV tiers, mirrored: copies into a tier, loads out of one into a GPU
+  // block, and loads the tier had no data for (each fails the check).
+  struct Tiers {
+    uint64_t stores = 0, loads = 0, missing = 0;
+  };
+  std::optional<Tiers> tiers;
 };
 
 // What the run itself found that is neither configuration nor a metric

@@ -52,9 +52,6 @@ std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Sc
   cfg.kind = vm["backend"].as<std::string>();
   if (cfg.kind != "cpu" && cfg.kind != "gpu") throw InputError("--backend: '" + cfg.kind + "' is not cpu or gpu");
   if (s.mode != "engine") throw InputError("--backend: only engine mode schedules batches (cache mode has none)");
-  if (!s.kv_tiers.empty() || s.kv_offloading_size)
-    throw InputError("--backend: KV tiers are not mirrored by the backend's pool yet (leave out --kv-tier and "
-                     "--kv-offloading-size)");
   const std::string shape_name = vm.count("backend-shape") ? vm["backend-shape"].as<std::string>()
                                                            : default_shape(cfg.kind, model, s.tp);
   const gpu::ModelShape* shape = gpu::find_model_shape(shape_name);
@@ -152,6 +149,8 @@ BackendReport backend_report(const gpu::Backend& b, const std::optional<gpu::Bac
   r.steps = b.stats().steps;
   r.tokens = b.stats().tokens;
   r.measured_ms = b.stats().measured_ms;
+  if (b.stats().tier_stores + b.stats().tier_loads > 0)
+    r.tiers = BackendReport::Tiers{b.stats().tier_stores, b.stats().tier_loads, b.stats().tier_missing};
   if (check) {
     BackendReport::Check k;
     k.asked = c.check_requests;

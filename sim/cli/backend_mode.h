@@ -15,8 +15,8 @@ namespace prefixsim::cli {
 
 void add_backend_options(po::options_description& o);
 // nullptr without --backend. Every refusal (exit 2) before the run: a flag
-// without --backend, cache mode, KV tiers, --backend gpu in a build without
-// CUDA, an unknown shape, a CPU pool too large for memory.
+// without --backend, cache mode, --backend gpu in a build without CUDA, an
+// unknown shape, a CPU pool too large for memory.
 std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Scenario& s, const ModelSpec& model,
                                            int64_t pool_blocks);
 // report.json's `backend`, with the check's outcome when it ran.

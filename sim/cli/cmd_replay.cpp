@@ -202,8 +202,8 @@ int cmd_replay(const Args& args) {
       refused = r.refused_requests;
       if (refused) first_refusal = "a request needs more blocks than the whole pool";
     } else {
-      const ExecutorWrap wrap = [&backend](Executor& modeled, int64_t blocks, int32_t bs, uint32_t replica) {
-        return backend->wrap(modeled, blocks, bs, replica);
+      const ExecutorWrap wrap = [&backend](Executor& modeled, BlockPool& pool, int32_t bs, uint32_t replica) {
+        return backend->wrap(modeled, pool, bs, replica);
       };
       Fleet fleet(s, resolved, kv_size.num_blocks, s.policy, pctx, backend ? &wrap : nullptr);
       report.scenario["cost_model"] = fleet.replicas[0]->exec.to_json();
@@ -211,6 +211,10 @@ int cmd_replay(const Args& args) {
                                 static_cast<uint32_t>(s.replicas));
       fleet.set_observer(&collector);
       fleet.add_tiers(tier_specs);
+      if (backend && !tier_specs.empty()) {  // the backend mirrors what the tiers hold
+        fleet.tiers.set_observer(backend.get());
+        backend->listen_to_pools();
+      }
       collector.set_tiers(!tier_specs.empty());
       if (vm.count("steps-out")) {
         const std::string source = "prefixsim replay " + (s.trace.empty() ? "workload " + s.workload : s.trace) +

@@ -285,6 +285,8 @@ Scheduler::LoadOutcome Scheduler::start_load(SlotId s, const LookupResult& hit) 
                              cfg_.full_sequence_must_fit))
     return LoadOutcome::kNoRoom;
   (q.num_preemptions > 0 ? ts.preempted_hits : ts.hits) += static_cast<uint64_t>(tokens);
+  if (tiers_->observed())  // the real backend mode copies the blocks' KV now
+    for (size_t i = gpu_blocks; i < gpu_blocks + found; ++i) tiers_->note_loaded(i, q.chain.hashes()[i], q.kv.blocks[i]);
   q.loading = true;
   ++num_loading_;
   q.load_ready = tiers_->load(now_);

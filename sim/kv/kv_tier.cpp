@@ -23,7 +23,12 @@ class KvTier::Forward final : public PoolListener {
   void on_pool_evicted(const BlockHash& h, uint32_t key) override {
     ++t_.stats_.evicted_blocks;
     --t_.cached_;
-    if (t_.below_) t_.below_->store(h, key, t_.storing_ready_);
+    if (t_.below_) {
+      t_.below_->moving_from_ = &t_;
+      t_.below_->store(h, key, t_.storing_ready_);
+      t_.below_->moving_from_ = nullptr;
+    }
+    if (t_.observer_) t_.observer_->on_tier_evicted(t_, h);
   }
 
  private:
@@ -130,6 +135,7 @@ bool KvTier::store(const BlockHash& h, uint32_t key, TimeNs ready_at) {
   }
   ++stats_.stored_blocks;
   stats_.bytes_written += static_cast<uint64_t>(cfg_.bytes_per_block);
+  if (observer_) observer_->on_tier_stored(*this, h, moving_from_, storing_replica_);
   stats_.max_occupancy = std::max(stats_.max_occupancy, cached_);
   return true;
 }
@@ -156,6 +162,7 @@ void KvTierStack::attach(BlockPool& gpu) { gpu.set_listener(this); }
 size_t KvTierStack::lookup(std::span<const BlockHash> hashes, std::span<const uint32_t> keys, size_t from,
                            size_t to, TimeNs now) {
   std::fill(found_.begin(), found_.end(), 0);
+  lookup_from_ = from;
   const bool keyed = !keys.empty();
   const size_t n = keyed ? keys.size() : hashes.size();
   auto hash = [&](size_t i) -> const BlockHash& { return keyed ? kNoHash : hashes[i]; };
@@ -202,6 +209,7 @@ void KvTierStack::write(size_t k, const BlockHash& h, uint32_t key) {
       timed_ ? std::max(now_, l.write_free) +
                    transfer_time(static_cast<uint64_t>(t.config().bytes_per_block), t.config().write_bytes_per_s)
              : now_;
+  t.storing_replica_ = replica_;
   if (t.store(h, key, done) && timed_) l.write_free = done;
 }
 

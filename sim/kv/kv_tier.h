@@ -70,6 +70,23 @@ struct KvTierStats {
   int64_t max_occupancy = 0;    // blocks held at the most
 };
 
+class KvTier;
+
+// Hears where the tiers' blocks go, synchronously and in the simulation's
+// order: the real backend mode (gpu/backend.h) mirrors the KV they hold, so
+// a block loaded from a tier carries the data the tier was given. Nothing
+// listens unless set (a null check on each move).
+class TierObserver {
+ public:
+  virtual ~TierObserver() = default;
+  // `h` entered tier `t`: moved down from tier `from` (its eviction), or,
+  // with `from` null, written from replica `replica`'s GPU pool.
+  virtual void on_tier_stored(const KvTier& t, const BlockHash& h, const KvTier* from, uint32_t replica) = 0;
+  virtual void on_tier_evicted(const KvTier& t, const BlockHash& h) = 0;
+  // `h` is read from tier `t` into block `b` of replica `replica`'s GPU pool.
+  virtual void on_tier_loaded(const KvTier& t, const BlockHash& h, BlockId b, uint32_t replica) = 0;
+};
+
 class KvTier {
  public:
   // num_keys > 0: blocks are named by the dense keys of an interned trace.
@@ -98,11 +115,13 @@ class KvTier {
   }
   // Where this tier's evictions go (the evict-mode tier under it), or nullptr.
   void set_below(KvTier* below) { below_ = below; }
+  void set_observer(TierObserver* o) { observer_ = o; }
   // Empty when the pool's invariant holds (bounded tiers), else what broke.
   std::string check_invariants() const;
 
  private:
   class Forward;
+  friend class KvTierStack;  // sets storing_replica_ around its writes
   BlockId find(const BlockHash& h, uint32_t key) const;
   KvTierConfig cfg_;
   KvTierStats stats_;
@@ -122,6 +141,9 @@ class KvTier {
   std::unique_ptr<Forward> forward_;
   KvTier* below_ = nullptr;
   TimeNs storing_ready_ = 0;  // the write under way (its victim moves down with it)
+  TierObserver* observer_ = nullptr;
+  const KvTier* moving_from_ = nullptr;  // during a store moved down from the tier above
+  uint32_t storing_replica_ = 0;         // during a store from a replica's GPU pool
   std::vector<BlockId> scratch_;
 };
 
@@ -163,6 +185,17 @@ class KvTierStack final : public PoolListener {
   void set_now(TimeNs now) { now_ = now; }
   // Time spent by loads on the links, summed (for utilisation).
   TimeNs read_busy() const { return read_busy_; }
+  // Tells `o` of this replica's loads (note_loaded) and GPU writes.
+  void set_observer(TierObserver* o, uint32_t replica) {
+    observer_ = o;
+    replica_ = replica;
+  }
+  bool observed() const { return observer_ != nullptr; }
+  // Block i of the last lookup (in [from, from + found)) was loaded into
+  // GPU block b: tells the observer which tier served it.
+  void note_loaded(size_t i, const BlockHash& h, BlockId b) const {
+    if (observer_) observer_->on_tier_loaded(*tiers_[serving_[i - lookup_from_]], h, b, replica_);
+  }
 
   void on_pool_cached(const BlockHash& h, uint32_t key) override;
   void on_pool_evicted(const BlockHash& h, uint32_t key) override;
@@ -178,6 +211,9 @@ class KvTierStack final : public PoolListener {
   std::vector<uint64_t> found_;
   std::vector<uint32_t> serving_;  // lookup scratch: the first tier serving each block, or size()
   bool gpu_evicts_down_ = false;
+  TierObserver* observer_ = nullptr;
+  uint32_t replica_ = 0;
+  size_t lookup_from_ = 0;
   bool timed_ = false;  // tier 0 is evict-mode: the GPU's evictions go there
   TimeNs now_ = 0;
   TimeNs read_busy_ = 0;

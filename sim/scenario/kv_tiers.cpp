@@ -158,6 +158,12 @@ std::vector<TierReport> FleetTiers::report() const {
   return out;
 }
 
+void FleetTiers::set_observer(TierObserver* o) {
+  for (auto& per_spec : instances_)
+    for (auto& t : per_spec) t->set_observer(o);
+  for (size_t r = 0; r < stacks_.size(); ++r) stacks_[r]->set_observer(o, static_cast<uint32_t>(r));
+}
+
 std::string FleetTiers::check_invariants() const {
   std::string err;
   for (const auto& inst : instances_)

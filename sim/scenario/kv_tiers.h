@@ -48,6 +48,8 @@ class FleetTiers {
   // Replica r's stack, or nullptr when there are no tiers.
   KvTierStack* stack(size_t r) { return empty() ? nullptr : stacks_[r].get(); }
   std::vector<TierReport> report() const;
+  // Every tier instance and replica stack tells `o` of its moves.
+  void set_observer(TierObserver* o);
   // Empty when every tier's invariant holds.
   std::string check_invariants() const;
 

@@ -162,7 +162,7 @@ Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_block
     : pool(static_cast<int32_t>(num_blocks), true, std::move(policy)),
       kv(s.block_size, pool),
       exec(make_executor(s, r)),
-      backend(wrap ? (*wrap)(exec, pool.num_blocks(), s.block_size, index) : nullptr),
+      backend(wrap ? (*wrap)(exec, pool, s.block_size, index) : nullptr),
       engine(loop ? Engine(scheduler_config(s), kv, stepper(), *loop, index) : Engine(scheduler_config(s), kv, stepper())) {}
 
 Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,

@@ -61,10 +61,11 @@ std::unique_ptr<RequestSource> open_scenario_input(const Scenario& s, const Reso
 
 // Puts another executor in front of a replica's cost model: the real backend
 // mode (gpu/backend.h) runs every step on a model and keeps or replaces the
-// modeled price. Called with the cost model, the pool's block count (null
-// block included) and block size, and the replica's index.
-using ExecutorWrap = std::function<std::unique_ptr<Executor>(Executor& modeled, int64_t num_blocks,
-                                                             int32_t block_size, uint32_t replica)>;
+// modeled price. Called with the cost model, the replica's block pool (the
+// backend's KV pool has its block ids, and mirrors its tiers' copies) and
+// block size, and the replica's index.
+using ExecutorWrap =
+    std::function<std::unique_ptr<Executor>(Executor& modeled, BlockPool& pool, int32_t block_size, uint32_t replica)>;
 
 // One vLLM replica as the scenario describes it: its pool of `num_blocks`
 // under `policy`, the block manager, the cost model and the scheduler. On

@@ -48,6 +48,27 @@ TEST_CASE("replay --backend cpu passes the caching check in a fleet of 4 behind 
   CHECK(rep["backend"]["check"]["requests"] == 20);
 }
 
+TEST_CASE("replay --backend cpu passes the caching check with KV tiers: blocks loaded back carry their KV",
+          "[cli][backend]") {
+  // A CPU tier written on compute (vLLM's offloading), one written on the
+  // GPU's evictions (HiCache's write-back), and a store shared by a fleet
+  // of 4: each loads blocks back into the GPU pools.
+  const json cpu = checked_replay("backend-cpu-tier", {"--workload", "multi-turn", "--requests", "30", "--kv-blocks",
+                                                       "80", "--kv-offloading-size", "2"});
+  CHECK(cpu["backend"]["tiers"]["loads"].get<uint64_t>() > 100);  // 213
+  CHECK(cpu["backend"]["tiers"]["missing"] == 0);
+  CHECK(cpu["prefix_cache"]["tier_hit_tokens"].get<uint64_t>() > 0);
+  const json evict = checked_replay("backend-evict-tier", {"--workload", "multi-turn", "--requests", "30", "--kv-blocks",
+                                                           "80", "--kv-tier", "cpu:size=0.05,read=50,store=evict"});
+  CHECK(evict["backend"]["tiers"]["loads"].get<uint64_t>() > 10);  // 39
+  CHECK(evict["backend"]["tiers"]["missing"] == 0);
+  const json shared = checked_replay("backend-shared-tier",
+                                     {"--workload", "multi-turn", "--requests", "30", "--kv-blocks", "200", "--replicas",
+                                      "4", "--router", "round-robin", "--kv-tier", "store:size=0.2,read=10,shared=true"});
+  CHECK(shared["backend"]["tiers"]["loads"].get<uint64_t>() > 10);  // 104
+  CHECK(shared["backend"]["tiers"]["missing"] == 0);
+}
+
 TEST_CASE("replay --backend cpu passes the caching check on a Mooncake trace (identity blocks)", "[cli][backend]") {
   const json rep = checked_replay("backend-mooncake", {data_path("traces/mooncake_small.jsonl"), "--kv-tokens", "4000"});
   CHECK(rep["prefix_cache"]["hit_tokens"].get<uint64_t>() > 0);
@@ -92,7 +113,6 @@ TEST_CASE("replay --backend misuse is exit 2 naming the flag", "[cli][backend]")
   refused({"--backend", "cpu", "--backend-check", "0"}, "--backend-check: must be at least 1");
   refused({"--backend", "cpu", "--backend-tolerance", "2"}, "--backend-tolerance");
   refused({"--backend", "cpu", "--mode", "cache"}, "--backend: only engine mode");
-  refused({"--backend", "cpu", "--kv-tier", "cpu:size=2,read=50"}, "--backend: KV tiers");
   CHECK_FALSE(std::filesystem::exists(dir + "/report.json"));
 }
 

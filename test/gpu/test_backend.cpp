@@ -11,6 +11,9 @@
 
 #include "gpu/backend.h"
 #include "gpu/model_shape.h"
+#include "policies/registry.h"
+#include "sim/kv/block_pool.h"
+#include "sim/kv/kv_tier.h"
 #include "sim/engine/request.h"
 
 using namespace prefixsim;
@@ -51,24 +54,35 @@ struct Step {
 
 // Runs the steps in order through one replica's backend executor (a pool of
 // 16 blocks of 16 tokens), then the check.
-BackendCheckResult run(const std::vector<std::vector<Step>>& steps, int64_t check = 8) {
-  BackendConfig cfg;
-  cfg.shape = *find_model_shape("tiny");
-  cfg.check_requests = check;
-  Backend backend(cfg, make_cpu_runner);
-  FixedExecutor modeled;
-  std::unique_ptr<Executor> exec = backend.wrap(modeled, 16, 16, 0);
-  RequestOutputTokens tokens;
-  for (const auto& step : steps) {
+// One replica's backend over a pool of 16 blocks of 16 tokens.
+struct Rig {
+  explicit Rig(int64_t check = 8) : pool(16, true, make_policy("lru")) {
+    BackendConfig cfg;
+    cfg.shape = *find_model_shape("tiny");
+    cfg.check_requests = check;
+    backend = std::make_unique<Backend>(cfg, make_cpu_runner);
+    exec = backend->wrap(modeled, pool, 16, 0);
+  }
+  void step(const std::vector<Step>& seqs) {
     Batch b;
-    for (const Step& s : step) {
+    for (const Step& s : seqs) {
       b.seqs.push_back({s.fresh, s.computed, s.table});
       b.origins.push_back({s.r, tokens.prepare(*s.r)});
     }
     CHECK(exec->step_time(b) == 1'000'000);  // the CPU backend keeps the modeled time
   }
-  CHECK(modeled.calls == static_cast<int>(steps.size()));
-  return backend.check();
+  BlockPool pool;
+  FixedExecutor modeled;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Executor> exec;
+  RequestOutputTokens tokens;
+};
+
+BackendCheckResult run(const std::vector<std::vector<Step>>& steps, int64_t check = 8) {
+  Rig rig(check);
+  for (const auto& step : steps) rig.step(step);
+  CHECK(rig.modeled.calls == static_cast<int>(steps.size()));
+  return rig.backend->check();
 }
 
 TEST_CASE("A prefix hit on blocks another request computed passes the backend check bit-exactly", "[gpu][backend]") {
@@ -140,15 +154,84 @@ TEST_CASE("The backend check samples the N requests with the smallest keys, what
 }
 
 TEST_CASE("A batch without sequence origins is refused by the backend", "[gpu][backend]") {
-  BackendConfig cfg;
-  cfg.shape = *find_model_shape("tiny");
-  Backend backend(cfg, make_cpu_runner);
-  FixedExecutor modeled;
-  auto exec = backend.wrap(modeled, 4, 16, 0);
+  Rig rig;
   Batch b;
   const std::vector<BlockId> t{1};
   b.seqs.push_back({4, 0, t});
-  CHECK_THROWS_AS(exec->step_time(b), InternalError);
+  CHECK_THROWS_AS(rig.exec->step_time(b), InternalError);
+}
+
+TEST_CASE("A block stored to a KV tier and loaded into another GPU block carries its KV: the check passes",
+          "[gpu][backend][tiers]") {
+  Rig rig;
+  rig.backend->listen_to_pools();
+  KvTierConfig c;
+  c.capacity_blocks = 8;
+  c.bytes_per_block = 1;
+  KvTier tier(c, make_policy("lru"));
+  // A computes 20 tokens in blocks 1, 2; block 1 (its first 16 tokens) is
+  // cached under H, which the GPU pool tells the backend, and stored to the tier.
+  std::vector<BlockId> got;
+  rig.pool.allocate(2, got);
+  const Request a = prompt("A", iota_tokens(20, 300));
+  rig.step({{&a, 0, 20, got}});
+  CachedBlockInfo info;
+  info.hash = BlockHash{0x1234, 0x5678};
+  rig.pool.cache(got[0], info);
+  rig.backend->on_tier_stored(tier, info.hash, nullptr, 0);
+  // B shares A's first 16 tokens: loaded from the tier into a fresh block,
+  // then B computes the rest over it.
+  const BlockId fresh = 9;
+  rig.backend->on_tier_loaded(tier, info.hash, fresh, 0);
+  std::vector<int32_t> tb = iota_tokens(16, 300);
+  for (int i = 0; i < 10; ++i) tb.push_back(700 + i);
+  const Request b = prompt("B", tb);
+  rig.step({{&b, 16, 10, {fresh, 10}}});
+  const BackendCheckResult r = rig.backend->check();
+  CHECK(r.failure.empty());
+  CHECK(r.requests == 2);
+  CHECK(r.max_rel_error == 0.0);
+  CHECK(rig.backend->stats().tier_loads == 1);
+  CHECK(rig.backend->stats().tier_missing == 0);
+}
+
+TEST_CASE("A block loaded from a KV tier that was never given it fails the backend check", "[gpu][backend][tiers]") {
+  Rig rig;
+  rig.backend->listen_to_pools();
+  KvTierConfig c;
+  c.capacity_blocks = 8;
+  c.bytes_per_block = 1;
+  c.name = "ssd";
+  KvTier tier(c, make_policy("lru"));
+  rig.backend->on_tier_loaded(tier, BlockHash{1, 2}, 4, 0);
+  const Request d = prompt("D", iota_tokens(24, 11));
+  rig.step({{&d, 16, 8, {4, 5}}});
+  const BackendCheckResult r = rig.backend->check();
+  REQUIRE_FALSE(r.failure.empty());
+  CHECK(r.failure.find("tier ssd") != std::string::npos);
+  CHECK(r.failure.find("never given") != std::string::npos);
+  CHECK(rig.backend->stats().tier_missing == 1);
+}
+
+TEST_CASE("A tier's eviction drops its copy: loading the block afterwards fails the check", "[gpu][backend][tiers]") {
+  Rig rig;
+  rig.backend->listen_to_pools();
+  KvTierConfig c;
+  c.capacity_blocks = 8;
+  c.bytes_per_block = 1;
+  KvTier tier(c, make_policy("lru"));
+  std::vector<BlockId> got;
+  rig.pool.allocate(1, got);
+  const Request a = prompt("A", iota_tokens(16, 40));
+  rig.step({{&a, 0, 16, got}});
+  CachedBlockInfo info;
+  info.hash = BlockHash{7, 7};
+  rig.pool.cache(got[0], info);
+  rig.backend->on_tier_stored(tier, info.hash, nullptr, 0);
+  rig.backend->on_tier_evicted(tier, info.hash);
+  rig.backend->on_tier_loaded(tier, info.hash, 12, 0);
+  CHECK(rig.backend->stats().tier_missing == 1);
+  CHECK_FALSE(rig.backend->check().failure.empty());
 }
 
 }  // namespace test_backend
