@@ -161,28 +161,41 @@ TEST_CASE("A batch without sequence origins is refused by the backend", "[gpu][b
   CHECK_THROWS_AS(rig.exec->step_time(b), InternalError);
 }
 
+// A tier of 8 blocks, under LRU.
+std::unique_ptr<KvTier> small_tier(const std::string& name = "cpu") {
+  KvTierConfig c;
+  c.name = name;
+  c.capacity_blocks = 8;
+  c.bytes_per_block = 1;
+  return std::make_unique<KvTier>(c, make_policy("lru"));
+}
+
+// `block` (which a step computed) cached under h in the pool,
+// so the backend knows where h's KV is, then stored to `tier`.
+void cache_and_store(Rig& rig, KvTier& tier, BlockId block, const BlockHash& h) {
+  CachedBlockInfo info;
+  info.hash = h;
+  rig.pool.cache(block, info);
+  rig.backend->on_tier_stored(tier, h, nullptr, 0);
+}
+
 TEST_CASE("A block stored to a KV tier and loaded into another GPU block carries its KV: the check passes",
           "[gpu][backend][tiers]") {
   Rig rig;
   rig.backend->listen_to_pools();
-  KvTierConfig c;
-  c.capacity_blocks = 8;
-  c.bytes_per_block = 1;
-  KvTier tier(c, make_policy("lru"));
-  // A computes 20 tokens in blocks 1, 2; block 1 (its first 16 tokens) is
+  const auto tier = small_tier();
+  // A computes 20 tokens in two blocks; the first (its first 16 tokens) is
   // cached under H, which the GPU pool tells the backend, and stored to the tier.
   std::vector<BlockId> got;
   rig.pool.allocate(2, got);
   const Request a = prompt("A", iota_tokens(20, 300));
   rig.step({{&a, 0, 20, got}});
-  CachedBlockInfo info;
-  info.hash = BlockHash{0x1234, 0x5678};
-  rig.pool.cache(got[0], info);
-  rig.backend->on_tier_stored(tier, info.hash, nullptr, 0);
+  const BlockHash h{0x1234, 0x5678};
+  cache_and_store(rig, *tier, got[0], h);
   // B shares A's first 16 tokens: loaded from the tier into a fresh block,
   // then B computes the rest over it.
   const BlockId fresh = 9;
-  rig.backend->on_tier_loaded(tier, info.hash, fresh, 0);
+  rig.backend->on_tier_loaded(*tier, h, fresh, 0);
   std::vector<int32_t> tb = iota_tokens(16, 300);
   for (int i = 0; i < 10; ++i) tb.push_back(700 + i);
   const Request b = prompt("B", tb);
@@ -198,12 +211,8 @@ TEST_CASE("A block stored to a KV tier and loaded into another GPU block carries
 TEST_CASE("A block loaded from a KV tier that was never given it fails the backend check", "[gpu][backend][tiers]") {
   Rig rig;
   rig.backend->listen_to_pools();
-  KvTierConfig c;
-  c.capacity_blocks = 8;
-  c.bytes_per_block = 1;
-  c.name = "ssd";
-  KvTier tier(c, make_policy("lru"));
-  rig.backend->on_tier_loaded(tier, BlockHash{1, 2}, 4, 0);
+  const auto tier = small_tier("ssd");
+  rig.backend->on_tier_loaded(*tier, BlockHash{1, 2}, 4, 0);
   const Request d = prompt("D", iota_tokens(24, 11));
   rig.step({{&d, 16, 8, {4, 5}}});
   const BackendCheckResult r = rig.backend->check();
@@ -216,20 +225,15 @@ TEST_CASE("A block loaded from a KV tier that was never given it fails the backe
 TEST_CASE("A tier's eviction drops its copy: loading the block afterwards fails the check", "[gpu][backend][tiers]") {
   Rig rig;
   rig.backend->listen_to_pools();
-  KvTierConfig c;
-  c.capacity_blocks = 8;
-  c.bytes_per_block = 1;
-  KvTier tier(c, make_policy("lru"));
+  const auto tier = small_tier();
   std::vector<BlockId> got;
   rig.pool.allocate(1, got);
   const Request a = prompt("A", iota_tokens(16, 40));
   rig.step({{&a, 0, 16, got}});
-  CachedBlockInfo info;
-  info.hash = BlockHash{7, 7};
-  rig.pool.cache(got[0], info);
-  rig.backend->on_tier_stored(tier, info.hash, nullptr, 0);
-  rig.backend->on_tier_evicted(tier, info.hash);
-  rig.backend->on_tier_loaded(tier, info.hash, 12, 0);
+  const BlockHash h{7, 7};
+  cache_and_store(rig, *tier, got[0], h);
+  rig.backend->on_tier_evicted(*tier, h);
+  rig.backend->on_tier_loaded(*tier, h, 12, 0);
   CHECK(rig.backend->stats().tier_missing == 1);
   CHECK_FALSE(rig.backend->check().failure.empty());
 }
