@@ -79,6 +79,10 @@ std::string backend_section(const BackendReport& b) {
                     ": " + std::to_string(b.steps) + " steps, " + std::to_string(b.tokens) +
                     " tokens; the clock came from the " + (b.measured_time ? "measured forward" : "cost model") + ".\n";
   if (b.check) out += "\n" + backend_check_line(b) + ".\n";
+  if (b.tiers)
+    out += "\nKV tiers mirrored: " + std::to_string(b.tiers->stores) + " blocks stored, " +
+           std::to_string(b.tiers->loads) + " loaded back into GPU blocks, " + std::to_string(b.tiers->missing) +
+           " loaded without KV.\n";
   if (b.shadow) {
     const BackendReport::Shadow& sh = *b.shadow;
     out += "\nModeled against measured step time over " + std::to_string(sh.steps) + " steps: MAPE " +
