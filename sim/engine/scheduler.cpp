@@ -153,7 +153,14 @@ void Scheduler::preempt(SlotId victim) {
   q.status = SeqStatus::kPreempted;
   q.num_computed = 0;
   ++q.num_preemptions;
-  waiting_.push_front(victim);
+  // Ahead of every waiting request, but behind those parked with KV loaded
+  // or loading from tiers, which hold blocks: vLLM schedules its
+  // skipped_waiting queue (them) first. A preempted request that could not
+  // fit ahead of them would keep them, and itself, waiting for good
+  // (vllm-project/vllm#57841, #45406).
+  auto at = waiting_.begin();
+  while (at != waiting_.end() && !seqs_[*at]->kv.blocks.empty()) ++at;
+  waiting_.insert(at, victim);
   plan_.preempted.push_back(victim);
   ++total_preemptions_;
 }
@@ -282,7 +289,7 @@ Scheduler::LoadOutcome Scheduler::start_load(SlotId s, const LookupResult& hit) 
   if (found == 0) return LoadOutcome::kNone;
   const int64_t tokens = static_cast<int64_t>(found) * B;
   if (!kv_.allocate_for_load(q.kv, q.chain, q.num_tokens, hit.blocks, hit.hit_tokens, tokens,
-                             cfg_.full_sequence_must_fit))
+                             cfg_.full_sequence_must_fit, inflight_prefill_reserved_blocks()))
     return LoadOutcome::kNoRoom;
   (q.num_preemptions > 0 ? ts.preempted_hits : ts.hits) += static_cast<uint64_t>(tokens);
   if (tiers_->observed())  // the real backend mode copies the blocks' KV now
@@ -296,6 +303,25 @@ Scheduler::LoadOutcome Scheduler::start_load(SlotId s, const LookupResult& hit) 
   waiting_.pop_front();
   set_aside_.push_back(s);
   return LoadOutcome::kStarted;
+}
+
+// vLLM's reservation for async loads (vllm-project/vllm#44560): a load may
+// not take the blocks that requests already loading or loaded (they hold
+// blocks while they wait) and running prefills still need to finish their
+// tokens. Without it several loads each hold part of a small pool, none can
+// take the rest, and nothing runs (vllm-project/vllm#45388).
+int64_t Scheduler::inflight_prefill_reserved_blocks() const {
+  int64_t reserved = 0;
+  auto remaining = [&](const Seq& q) {
+    return std::max<int64_t>(blocks_for(q.num_tokens) - static_cast<int64_t>(q.kv.blocks.size()), 0);
+  };
+  for (SlotId s : running_)
+    if (seqs_[s]->num_computed + 1 < seqs_[s]->num_tokens) reserved += remaining(*seqs_[s]);  // still prefilling
+  for (SlotId s : waiting_)
+    if (!seqs_[s]->kv.blocks.empty()) reserved += remaining(*seqs_[s]);
+  for (SlotId s : set_aside_)
+    if (!seqs_[s]->kv.blocks.empty()) reserved += remaining(*seqs_[s]);
+  return reserved;
 }
 
 TimeNs Scheduler::next_load_ready() const {

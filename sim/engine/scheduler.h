@@ -213,6 +213,7 @@ class Scheduler {
   bool admit_waiting(SlotId s, int64_t& budget);
   enum class LoadOutcome { kNone, kStarted, kNoRoom };
   LoadOutcome start_load(SlotId s, const LookupResult& hit);
+  int64_t inflight_prefill_reserved_blocks() const;
   void preempt(SlotId victim);
   void push_scheduled(SlotId s, int64_t n);
   void apply_output(StepPlan& plan);

@@ -47,12 +47,12 @@ LookupResult KvCacheManager::lookup(const BlockHashChain& chain, int64_t num_tok
 
 bool KvCacheManager::allocate_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t num_tokens, int64_t computed,
                                      int64_t num_new, std::span<const BlockId> hit, int64_t hit_tokens,
-                                     bool full_sequence_must_fit, bool cache_new) {
+                                     bool full_sequence_must_fit, bool cache_new, int64_t reserved) {
   const int64_t held = static_cast<int64_t>(seq.blocks.size());
   const int64_t num_hit = static_cast<int64_t>(hit.size());
   int64_t evictable = 0;
   for (BlockId b : hit) evictable += pool_.ref_count(b) == 0 ? 1 : 0;
-  const int64_t free = pool_.num_free();
+  const int64_t free = pool_.num_free() - reserved;
   // Blocks already held (a request whose KV was loaded from a tier) count.
   if (full_sequence_must_fit && blocks_for(num_tokens) - held - num_hit + evictable > free) return false;
   const int64_t total = computed + hit_tokens + num_new;

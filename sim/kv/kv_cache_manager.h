@@ -86,10 +86,13 @@ class KvCacheManager {
   // tiers) after its `hit` blocks: takes blocks for the hits and the loaded
   // tokens without caching the loaded ones yet (vLLM's delay_cache_blocks:
   // no other request may hit a block whose KV is still on its way). Same
-  // admission test as allocate(); false and nothing changed on refusal.
+  // admission test as allocate(), against the free blocks less `reserved`
+  // (vLLM's in-flight prefill reservation: Scheduler::start_load); false and
+  // nothing changed on refusal.
   bool allocate_for_load(KvSeq& seq, const BlockHashChain& chain, int64_t num_tokens, std::span<const BlockId> hit,
-                         int64_t hit_tokens, int64_t load_tokens, bool full_sequence_must_fit) {
-    return allocate_blocks(seq, chain, num_tokens, 0, load_tokens, hit, hit_tokens, full_sequence_must_fit, false);
+                         int64_t hit_tokens, int64_t load_tokens, bool full_sequence_must_fit, int64_t reserved) {
+    return allocate_blocks(seq, chain, num_tokens, 0, load_tokens, hit, hit_tokens, full_sequence_must_fit, false,
+                           reserved);
   }
   // Hash ("cache") the blocks of seq fully covered by `covered_tokens`
   // known tokens that it has not hashed yet (vLLM's cache_blocks, which the
@@ -113,7 +116,7 @@ class KvCacheManager {
   int64_t blocks_for(int64_t tokens) const { return div_bs(tokens + block_size_ - 1); }
   bool allocate_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t num_tokens, int64_t computed, int64_t num_new,
                        std::span<const BlockId> hit, int64_t hit_tokens, bool full_sequence_must_fit,
-                       bool cache_new = true);
+                       bool cache_new = true, int64_t reserved = 0);
   void cache_full_blocks(KvSeq& seq, const BlockHashChain& chain, int64_t covered_tokens) {
     const auto& hashes = chain.hashes();
     const size_t full = std::min(static_cast<size_t>(div_bs(covered_tokens)), hashes.size());

@@ -85,6 +85,25 @@ TEST_CASE("engine mode: loads show in TTFT as queue + load + prefill, and a shar
                                               "engine=\"0\",tier=\"store\"}") != std::string::npos);
 }
 
+TEST_CASE("engine mode: loads from a CPU tier into a small pool never strand the queue (vllm#45388, #57841)",
+          "[cli][tiers]") {
+  // Multi-turn at 100 and 150 blocks: requests parked with KV loaded hold
+  // blocks; a preempted request that cannot fit used to be put ahead of them,
+  // and no later step scheduled anything (exit 3, "made no progress").
+  for (const char* blocks : {"100", "150"}) {
+    INFO(blocks);
+    const std::string dir = temp_dir(std::string("tiers-strand-") + blocks);
+    const auto r = run_cli({"replay", "--workload", "multi-turn", "--requests", "60", "--kv-blocks", blocks, "--kv-tier",
+                            "cpu:size=0.5,read=50", "--out", dir, "--quiet"});
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    const json rep = json_of(dir + "/report.json");
+    CHECK(rep["prefix_cache"]["tier_hit_tokens"].get<uint64_t>() > 0);
+    CHECK(rep["trace"]["requests"] == 60);  // every request that fits the pool finished
+    CHECK(rep["latency_ms"]["ttft"]["count"].get<uint64_t>() + rep["run"]["refused_requests"].get<uint64_t>() == 60);
+  }
+}
+
 TEST_CASE("compare --kv-offloading-size: each size equals replay with that size", "[cli][tiers]") {
   const std::string dir = temp_dir("tiers-compare");
   REQUIRE(run_cli({"generate", "multi-turn", "--requests", "400", "-o", dir + "/t.jsonl"}).rc == 0);
