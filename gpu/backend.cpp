@@ -62,22 +62,32 @@ class BackendExecutor final : public Executor {
     kept_.clear();
     // Admissions first: one may evict a sample another sequence of this step
     // was admitted to, so the kept rows are looked up afterwards.
+    const bool sampling = owner_.cfg_.check_requests > 0;
+    keys_.assign(batch.seqs.size(), 0);
     for (size_t b = 0; b < batch.seqs.size(); ++b) {
-      if (!batch.origins[b].request) throw InternalError("backend: a scheduled sequence without its request");
-      if (batch.seqs[b].num_new_tokens > 0) owner_.admit_sample(batch.origins[b], replica_);
+      const Request* r = batch.origins[b].request;
+      if (!r) throw InternalError("backend: a scheduled sequence without its request");
+      if (!sampling || batch.seqs[b].num_new_tokens == 0) continue;
+      keys_[b] = Backend::sample_key(*r);
+      owner_.admit_sample(*r, keys_[b], replica_);
     }
     for (size_t b = 0; b < batch.seqs.size(); ++b) {
       const ScheduledSeq& q = batch.seqs[b];
       const SeqOrigin& o = batch.origins[b];
+      const size_t first_tag = tags_.size();
       for (int64_t p = q.num_computed_tokens; p < q.num_computed_tokens + q.num_new_tokens; ++p)
         tags_.push_back(static_cast<uint32_t>(token_at(*o.request, owner_.tokens_, o.token_key, p)));
-      if (q.num_new_tokens == 0) continue;
-      if (Backend::Sample* s = owner_.find_sample(o)) {
-        const int64_t last = q.num_computed_tokens + q.num_new_tokens - 1;
-        for (int64_t p = static_cast<int64_t>(s->tags.size()); p <= last; ++p)
-          s->tags.push_back(static_cast<uint32_t>(token_at(*o.request, owner_.tokens_, o.token_key, p)));
+      if (!sampling || q.num_new_tokens == 0) continue;
+      if (Backend::Sample* s = owner_.find_sample(*o.request, keys_[b])) {
+        // Its tags as far as this step reaches: the step's own positions are
+        // in tags_ already, earlier ones (cache hits) are looked up.
+        const int64_t end = q.num_computed_tokens + q.num_new_tokens;
+        for (int64_t p = static_cast<int64_t>(s->tags.size()); p < end; ++p)
+          s->tags.push_back(p >= q.num_computed_tokens
+                                ? tags_[first_tag + static_cast<size_t>(p - q.num_computed_tokens)]
+                                : static_cast<uint32_t>(token_at(*o.request, owner_.tokens_, o.token_key, p)));
         rows_.push_back(pb.qo_indptr[b + 1] - 1);
-        kept_.push_back({s, last});
+        kept_.push_back({s, end - 1});
       }
     }
     const double ms = runner_->forward(pb, tags_, owner_.cfg_.seed, rows_, out_);
@@ -105,6 +115,7 @@ class BackendExecutor final : public Executor {
   std::unique_ptr<ModelRunner> runner_;
   uint64_t step_ = 0;
   std::vector<uint64_t> tags_;
+  std::vector<uint64_t> keys_;  // sample_key of each sequence of the step (when sampling)
   std::vector<int64_t> rows_;
   std::vector<Kept> kept_;
   std::vector<float> out_;
@@ -232,10 +243,9 @@ void Backend::on_tier_loaded(const KvTier& t, const BlockHash& h, BlockId b, uin
   if (it != m.end() && it->second) {
     rep.runner->write_block(b, *it->second);
   } else {
-    std::vector<float> nan;
-    rep.runner->read_block(b, nan);  // the block's size
-    std::fill(nan.begin(), nan.end(), std::numeric_limits<float>::quiet_NaN());
-    rep.runner->write_block(b, nan);
+    const KvPoolLayout one = pool_layout_for(1, block_size_, cfg_.shape);  // a block's K and V of every layer
+    rep.runner->write_block(b, std::vector<float>(static_cast<size_t>(2 * one.num_layers * one.block_elems()),
+                                                  std::numeric_limits<float>::quiet_NaN()));
     if (stats_.tier_missing++ == 0) {
       char hash[40];
       std::snprintf(hash, sizeof hash, "%016llx%016llx", static_cast<unsigned long long>(h.hi),
@@ -256,9 +266,7 @@ uint64_t Backend::sample_key(const Request& r) {
   return splitmix64(k);
 }
 
-void Backend::admit_sample(const SeqOrigin& o, uint32_t replica) {
-  if (cfg_.check_requests == 0) return;
-  const uint64_t key = sample_key(*o.request);
+void Backend::admit_sample(const Request& r, uint64_t key, uint32_t replica) {
   if (samples_.count(key)) return;
   // Keys only leave from the top, so a request refused once stays refused.
   if (static_cast<int64_t>(samples_.size()) >= cfg_.check_requests) {
@@ -266,14 +274,13 @@ void Backend::admit_sample(const SeqOrigin& o, uint32_t replica) {
     samples_.erase(std::prev(samples_.end()));
   }
   Sample& s = samples_[key];
-  s.id = o.request->id;
+  s.id = r.id;
   s.replica = replica;
 }
 
-Backend::Sample* Backend::find_sample(const SeqOrigin& o) {
-  if (cfg_.check_requests == 0) return nullptr;
-  auto it = samples_.find(sample_key(*o.request));
-  return it != samples_.end() && it->second.id == o.request->id ? &it->second : nullptr;
+Backend::Sample* Backend::find_sample(const Request& r, uint64_t key) {
+  auto it = samples_.find(key);
+  return it != samples_.end() && it->second.id == r.id ? &it->second : nullptr;
 }
 
 BackendCheckResult Backend::check() {

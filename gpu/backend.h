@@ -126,10 +126,11 @@ class Backend final : public TierObserver {
     };
     std::vector<Row> rows;
   };
-  // Samples the request behind `o` when its key is among the N smallest so
-  // far (evicting the largest); find_sample: its entry, or nullptr.
-  void admit_sample(const SeqOrigin& o, uint32_t replica);
-  Sample* find_sample(const SeqOrigin& o);
+  // Samples the request `r` (its sample_key `key`) when the key is among
+  // the N smallest so far (evicting the largest); find_sample: its entry, or
+  // nullptr.
+  void admit_sample(const Request& r, uint64_t key, uint32_t replica);
+  Sample* find_sample(const Request& r, uint64_t key);
   static uint64_t sample_key(const Request& r);
 
   // One replica's side: its runner and pool, which GPU block holds each

@@ -116,14 +116,10 @@ BackendReport::Shadow shadow_summary(const std::vector<gpu::ShadowStep>& steps) 
     abs_err.push_back(std::fabs(e));
   }
   r.bias = 100 * r.bias / static_cast<double>(timed.size());
-  double sum = 0;
-  for (double e : abs_err) sum += e;
-  r.mape = 100 * sum / static_cast<double>(abs_err.size());
-  std::vector<double> sorted = abs_err;
-  std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double q) { return 100 * sorted[static_cast<size_t>(q * static_cast<double>(sorted.size() - 1))]; };
-  r.p50_abs_error = pct(0.5);
-  r.p90_abs_error = pct(0.9);
+  const LatencySummary a = summarize(abs_err);  // nearest-rank percentiles, as every report's
+  r.mape = 100 * a.mean;
+  r.p50_abs_error = 100 * a.p50;
+  r.p90_abs_error = 100 * a.p90;
   // Largest |error| first; ties by (replica, step), so the order is fixed.
   std::stable_sort(timed.begin(), timed.end(), [](const gpu::ShadowStep* a, const gpu::ShadowStep* b) {
     return std::fabs(rel_error(*a)) > std::fabs(rel_error(*b));
@@ -133,6 +129,7 @@ BackendReport::Shadow shadow_summary(const std::vector<gpu::ShadowStep>& steps) 
 }
 }  // namespace
 
+namespace {
 BackendReport backend_report(const gpu::Backend& b, const std::optional<gpu::BackendCheckResult>& check) {
   const gpu::BackendConfig& c = b.config();
   BackendReport r;
@@ -164,20 +161,33 @@ BackendReport backend_report(const gpu::Backend& b, const std::optional<gpu::Bac
   if (c.shadow) r.shadow = shadow_summary(b.stats().shadow);
   return r;
 }
+}  // namespace
 
-void add_modeled_twin(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const PolicyContext& ctx,
-                      const LatencySummary& measured, BackendReport::Shadow& shadow) {
-  std::vector<Request> requests;
-  const std::unique_ptr<RequestSource> src = open_scenario_input(s, r);
-  for (Request q; src->next(q);) requests.push_back(std::move(q));
-  PointInput in;
-  in.requests = &requests;
-  const PointResult p = run_point(in, s, r, s.policy, ctx, num_blocks);
-  if (p.error) std::rethrow_exception(p.error);
-  shadow.ttft_measured_p50 = measured.p50;
-  shadow.ttft_measured_p99 = measured.p99;
-  shadow.ttft_modeled_p50 = p.ttft.p50;
-  shadow.ttft_modeled_p99 = p.ttft.p99;
+ExecutorWrap backend_wrap(gpu::Backend& b) {
+  return [&b](Executor& modeled, BlockPool& pool, int32_t bs, uint32_t replica) {
+    return b.wrap(modeled, pool, bs, replica);
+  };
+}
+
+void listen_to_tiers(gpu::Backend& b, Fleet& fleet) {
+  if (fleet.tiers.empty()) return;
+  fleet.tiers.set_observer(&b);
+  b.listen_to_pools();
+}
+
+std::optional<gpu::BackendCheckResult> finish_backend(gpu::Backend& b, const Scenario& s, const ResolvedScenario& r,
+                                                      int64_t num_blocks, const PolicyContext& ctx, RunReport& report) {
+  std::optional<gpu::BackendCheckResult> check;
+  if (b.config().check_requests > 0) check = b.check();
+  report.backend = backend_report(b, check);
+  if (BackendReport::Shadow* shadow = report.backend->shadow ? &*report.backend->shadow : nullptr) {
+    const PointResult twin = run_scenario_point(s, r, ctx, num_blocks);
+    shadow->ttft_measured_p50 = report.timed->latency_ms.ttft.p50;
+    shadow->ttft_measured_p99 = report.timed->latency_ms.ttft.p99;
+    shadow->ttft_modeled_p50 = twin.ttft.p50;
+    shadow->ttft_modeled_p99 = twin.ttft.p99;
+  }
+  return check;
 }
 
 }  // namespace prefixsim::cli

@@ -19,12 +19,15 @@ void add_backend_options(po::options_description& o);
 // unknown shape, a CPU pool too large for memory.
 std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Scenario& s, const ModelSpec& model,
                                            int64_t pool_blocks);
-// report.json's `backend`, with the check's outcome when it ran.
-BackendReport backend_report(const gpu::Backend& b, const std::optional<gpu::BackendCheckResult>& check);
-// --shadow: the scenario replayed again with the cost model alone (no
-// backend), whose TTFT the measured run is held against; into `shadow`,
-// beside the measured run's own (`measured`, report.json's latency_ms.ttft).
-void add_modeled_twin(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const PolicyContext& ctx,
-                      const LatencySummary& measured, BackendReport::Shadow& shadow);
+// The fleet's executor wrap that puts `b` in front of every replica's cost
+// model; once the fleet has its tiers, listen_to_tiers lets `b` mirror them.
+ExecutorWrap backend_wrap(gpu::Backend& b);
+void listen_to_tiers(gpu::Backend& b, Fleet& fleet);
+// After the run: the check (when asked for) and report.json's `backend`;
+// with --shadow, the scenario is replayed again with the cost model alone
+// (no backend) and its TTFT goes beside the measured run's (`report`'s own).
+// Returns the check's outcome, if it ran.
+std::optional<gpu::BackendCheckResult> finish_backend(gpu::Backend& b, const Scenario& s, const ResolvedScenario& r,
+                                                      int64_t num_blocks, const PolicyContext& ctx, RunReport& report);
 
 }  // namespace prefixsim::cli

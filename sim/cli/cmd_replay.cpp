@@ -97,8 +97,7 @@ int cmd_replay(const Args& args) {
   const std::vector<TierSpec> tier_specs = scenario_tiers(s, model);
   check_run_fits_memory(run_blocks(s, kv_size, tier_specs), "--replicas");
   const uint64_t steps_every = vm["steps-every"].as<uint64_t>();
-  const std::unique_ptr<gpu::Backend> backend =
-      make_backend(vm, s, model, kv_size.num_blocks);
+  const std::unique_ptr<gpu::Backend> backend = make_backend(vm, s, model, kv_size.num_blocks);
   std::optional<gpu::BackendCheckResult> backend_check;
   // Outputs: refused before the run when they would replace something that
   // is not a regular file, or one of the inputs.
@@ -202,19 +201,14 @@ int cmd_replay(const Args& args) {
       refused = r.refused_requests;
       if (refused) first_refusal = "a request needs more blocks than the whole pool";
     } else {
-      const ExecutorWrap wrap = [&backend](Executor& modeled, BlockPool& pool, int32_t bs, uint32_t replica) {
-        return backend->wrap(modeled, pool, bs, replica);
-      };
+      const ExecutorWrap wrap = backend ? backend_wrap(*backend) : ExecutorWrap{};
       Fleet fleet(s, resolved, kv_size.num_blocks, s.policy, pctx, backend ? &wrap : nullptr);
       report.scenario["cost_model"] = fleet.replicas[0]->exec.to_json();
       ReplayCollector collector(s.block_size, s.series_interval_s, !vm.count("quiet") && ::isatty(2),
                                 static_cast<uint32_t>(s.replicas));
       fleet.set_observer(&collector);
       fleet.add_tiers(tier_specs);
-      if (backend && !tier_specs.empty()) {  // the backend mirrors what the tiers hold
-        fleet.tiers.set_observer(backend.get());
-        backend->listen_to_pools();
-      }
+      if (backend) listen_to_tiers(*backend, fleet);
       collector.set_tiers(!tier_specs.empty());
       if (vm.count("steps-out")) {
         const std::string source = "prefixsim replay " + (s.trace.empty() ? "workload " + s.workload : s.trace) +
@@ -256,12 +250,7 @@ int cmd_replay(const Args& args) {
         if (!broken.empty()) throw InternalError("kv tier invariant violated: " + broken);
       }
       report.run.event_fingerprint = res.event_fingerprint;
-      if (backend) {
-        if (backend->config().check_requests > 0) backend_check = backend->check();
-        report.backend = backend_report(*backend, backend_check);
-        if (report.backend->shadow)
-          add_modeled_twin(s, resolved, kv_size.num_blocks, pctx, report.timed->latency_ms.ttft, *report.backend->shadow);
-      }
+      if (backend) backend_check = finish_backend(*backend, s, resolved, kv_size.num_blocks, pctx, report);
       refused = res.refused;
       first_refusal = collector.first_refusal();
     }

@@ -87,6 +87,17 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
 
 }  // namespace
 
+PointResult run_scenario_point(const Scenario& scenario, const ResolvedScenario& resolved, const PolicyContext& ctx,
+                               int64_t num_blocks) {
+  std::vector<Request> requests;
+  const std::unique_ptr<RequestSource> src = open_scenario_input(scenario, resolved);
+  for (Request r; src->next(r);) requests.push_back(std::move(r));
+  const PointInput in{&requests, nullptr, src->format()};
+  PointResult p = run_point(in, scenario, resolved, scenario.policy, ctx, num_blocks);
+  if (p.error) std::rethrow_exception(p.error);
+  return p;
+}
+
 PointResult run_point(const PointInput& input, const Scenario& scenario, const ResolvedScenario& resolved,
                       const std::string& policy_spec, const PolicyContext& ctx, int64_t num_blocks) {
   PointResult out;

@@ -49,6 +49,12 @@ struct PointResult {
 PointResult run_point(const PointInput& input, const Scenario& scenario, const ResolvedScenario& resolved,
                       const std::string& policy_spec, const PolicyContext& ctx, int64_t num_blocks);
 
+// The scenario's own input (open_scenario_input: slice, load, warm-up) read
+// into memory and run as one point under its policy: what `replay` would
+// report, reduced to the headline figures. Rethrows the run's error.
+PointResult run_scenario_point(const Scenario& scenario, const ResolvedScenario& resolved, const PolicyContext& ctx,
+                               int64_t num_blocks);
+
 // A point's headline figures, in point_figure_names()'s order (sweep.csv's
 // columns after the parameters; plan's runs): NaN as null, the engine's
 // figures null in cache mode.
