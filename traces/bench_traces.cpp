@@ -1,5 +1,6 @@
 #include "traces/bench_traces.h"
 
+#include <algorithm>
 #include <span>
 #include <unordered_map>
 
@@ -47,6 +48,42 @@ std::string ids19_trace(int requests) {
     const uint64_t input = ids.size() * 512 - rnd() % 512;
     text += "{\"timestamp\": " + std::to_string(i * 37) + ", \"input_length\": " + std::to_string(input) +
             ", \"output_length\": " + std::to_string(1 + rnd() % 800) + ", \"hash_ids\": ";
+    append_ids(text, ids, ", ");
+    text += "}\n";
+  }
+  return text;
+}
+
+std::string small_requests_trace(int requests) {
+  uint64_t x = 0x7a3c5e9b1d2f4861ULL, next_id = 0;
+  auto rnd = [&x] { return x = mix64(x + 0x2545f4914f6cdd1dULL); };
+  auto uniform = [&rnd] { return static_cast<double>((rnd() >> 11) + 1) * 0x1.0p-53; };  // (0, 1]
+  auto id19 = [&next_id] { return 1'000'000'000'000'000'000ULL + mix64(++next_id) % 8'000'000'000'000'000'000ULL; };
+  auto fresh = [&](std::vector<uint64_t>& ids, uint64_t n) {
+    for (uint64_t k = 0; k < n; ++k) ids.push_back(id19());
+  };
+  constexpr size_t kSystems = 2000, kMaxBlocks = 160;
+  std::vector<std::vector<uint64_t>> systems(kSystems);
+  for (auto& sys : systems) fresh(sys, 20 + rnd() % 41);
+  std::vector<uint64_t> ids;
+  std::string text;
+  int turns_left = 0;
+  for (int i = 0; i < requests; ++i) {
+    if (turns_left == 0) {
+      // Pareto(1): index k with probability ~1/(k+1)(k+2).
+      const size_t pick = rnd() % 10 < 9 ? std::min<size_t>(static_cast<size_t>(1.0 / uniform()) - 1, kSystems - 1)
+                                         : rnd() % kSystems;
+      ids = systems[pick];
+      fresh(ids, 10 + rnd() % 31);
+      turns_left = 1 + static_cast<int>(rnd() % 6);
+    } else {
+      fresh(ids, 5 + rnd() % 21);
+    }
+    --turns_left;
+    if (ids.size() > kMaxBlocks) ids.resize(kMaxBlocks);
+    const uint64_t input = ids.size() * 16 - rnd() % 16;
+    text += "{\"timestamp\": " + std::to_string(i * 37) + ", \"input_length\": " + std::to_string(input) +
+            ", \"output_length\": " + std::to_string(1 + rnd() % 300) + ", \"hash_ids\": ";
     append_ids(text, ids, ", ");
     text += "}\n";
   }

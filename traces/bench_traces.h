@@ -21,6 +21,16 @@ namespace prefixsim {
 // previous turn's plus 1-24 new ones.
 std::string ids19_trace(int requests);
 
+// Small requests with many distinct blocks, the common research case for
+// cache mode (issue 44): a Mooncake-format trace of 19-digit ids, one id per
+// 16 tokens (replay it with --trace-block-size 16), ~90 prompt blocks a
+// request. Conversations of 1-6 turns start on one of 2,000 shared system
+// prompts (20-60 blocks; 90 % of picks heavy-tailed, popularity ~1/k^2,
+// the rest uniform) plus 10-40 own blocks; each later turn adds 5-25, up to
+// 160 blocks; outputs of 1-300 tokens. 50,000 requests: ~4.4 M prompt
+// blocks, ~0.9 M distinct, 96 MB.
+std::string small_requests_trace(int requests);
+
 // A native trace with explicit "tokens" (what `prefixsim generate` writes
 // for a token workload): conversations of 1-6 turns on one of 8 shared
 // system prompts (256-1,279 tokens), each turn the previous prompt plus its

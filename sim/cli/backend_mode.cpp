@@ -6,7 +6,7 @@
 #include "sim/base/error.h"
 #include "sim/scenario/point_run.h"
 #ifdef PREFIXSIM_WITH_CUDA
-#include "gpu/cuda_api.h"
+#include "gpu/cuda_plugin.h"
 #endif
 
 namespace prefixsim::cli {
@@ -82,9 +82,12 @@ std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Sc
     factory = gpu::make_cpu_runner;
   } else {
 #ifdef PREFIXSIM_WITH_CUDA
-    const gpu::cuda::DeviceInfo dev = gpu::cuda::query_devices();
+    std::string why;
+    const gpu::CudaPlugin* cuda = gpu::load_cuda_plugin(&why);
+    if (!cuda) throw InputError("--backend gpu: cannot load the CUDA library: " + why);
+    const gpu::cuda::DeviceInfo dev = cuda->query_devices();
     if (dev.count == 0) throw InputError("--backend gpu: no CUDA device (" + dev.error + ")");
-    factory = gpu::cuda::make_gpu_runner;
+    factory = cuda->make_gpu_runner;
 #else
     throw InputError("--backend gpu: this prefixsim was built without CUDA (meson -Dcuda=enabled on a machine with nvcc)");
 #endif

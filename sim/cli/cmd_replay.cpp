@@ -173,8 +173,9 @@ int cmd_replay(const Args& args) {
                              tiers.stack(0));
       } else {
         tiers = FleetTiers(tier_specs, 1, 0, s.block_size);
+        ideal.defer();  // accounted after each lookup: the pool's hits are not probed again
         r = run_cache_replay(ideal, s.block_size, kv_size.num_blocks, std::move(policy), s.check_invariants, hook,
-                             tiers.stack(0));
+                             tiers.stack(0), &ideal);
       }
       report.tiers = tiers.report();
       throw_if_interrupted();

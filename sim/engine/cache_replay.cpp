@@ -1,8 +1,10 @@
 #include "sim/engine/cache_replay.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "sim/base/error.h"
+#include "sim/engine/ideal_hit.h"
 
 namespace prefixsim {
 
@@ -17,9 +19,32 @@ void hash_output(const Request& r, BlockHashChain& chain, std::vector<int32_t>& 
   chain.append_tokens(out);
 }
 
-// Feeds prompt + output of r into chain (reset first).
+// Whether r.prompt_chain already holds r's whole computed sequence at
+// block_size (the ideal hit rate's pass hands it on in cache mode).
+bool has_sequence_chain(const Request& r, int32_t block_size) {
+  return r.prompt_chain.block_size() == block_size && r.prompt_chain.num_tokens() == r.kv_len();
+}
+
+// Resets chain to prompt + output of r, reusing what an earlier stage hashed.
 void hash_request(const Request& r, int32_t block_size, BlockHashChain& chain, std::vector<int32_t>& out) {
+  if (has_sequence_chain(r, block_size)) {
+    chain = r.prompt_chain;
+    chain.set_extras(&r.extras);
+    return;
+  }
   r.hash_prompt(chain, block_size);
+  hash_output(r, chain, out);
+}
+
+// The same, moving the chain out of r (which is ours).
+void take_request_chain(Request& r, int32_t block_size, BlockHashChain& chain, std::vector<int32_t>& out) {
+  if (has_sequence_chain(r, block_size)) {
+    std::swap(chain, r.prompt_chain);
+    chain.set_extras(&r.extras);
+    r.prompt_chain = BlockHashChain{};
+    return;
+  }
+  r.take_prompt_chain(chain, block_size);
   hash_output(r, chain, out);
 }
 
@@ -187,6 +212,7 @@ void CacheReplayer::step_impl(const Chain& chain, int64_t prompt_len, int64_t to
   // allocated and cached like computed blocks).
   const int64_t num_loaded =
       tiers_ ? static_cast<int64_t>(tiers_->lookup(chain.hashes, chain.keys_or_none(), table_.size(), max_hit, 0)) : 0;
+  known_blocks_ = static_cast<size_t>(num_hit + num_loaded);
   // Admission (KvCacheManager::allocate, full sequence must fit): free hit
   // blocks are counted because touching them takes them out of the free set.
   int64_t evictable = 0;
@@ -269,7 +295,7 @@ CacheReplayResult run_cache_replay(std::span<const Request> requests, int32_t bl
 
 CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants,
-                                   const CacheReplayHook& after_each, KvTierStack* tiers) {
+                                   const CacheReplayHook& after_each, KvTierStack* tiers, IdealHitSource* ideal) {
   CacheReplayer rep(block_size, num_blocks, std::move(policy), check_invariants);
   rep.set_tiers(tiers);
   BlockHashChain chain;
@@ -278,9 +304,9 @@ CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64
   bool counting = false;
   while (src.next(r)) {
     if (!r.warmup && !counting) rep.start_counting(), counting = true;  // warm-up requests come first
-    r.take_prompt_chain(chain, block_size);  // moved, not copied: r is ours
-    hash_output(r, chain, scratch);
+    take_request_chain(r, block_size, chain, scratch);
     rep.step(chain.hashes(), r.prompt_len, r.prompt_len + r.output_len);
+    if (ideal) ideal->account(r, chain, rep.known_blocks());
     if (after_each && !after_each(rep)) break;
   }
   if (!counting) rep.start_counting();  // the whole trace warmed the cache: nothing counted

@@ -26,6 +26,8 @@
 
 namespace prefixsim {
 
+class IdealHitSource;
+
 struct CacheReplayResult {
   uint64_t requests = 0;          // replayed (refused ones excluded)
   int64_t prompt_tokens = 0;      // queried prompt tokens of replayed requests
@@ -107,6 +109,10 @@ class CacheReplayer {
   // The running totals (result() without its derived ratios), free to read after every request.
   const CacheReplayResult& totals() const { return r_; }
   const BlockPool& pool() const { return pool_; }
+  // Leading blocks of the last request that the pool (hits) or its tiers
+  // (loads) held at its lookup, admitted or refused: content computed
+  // before, which the ideal hit rate's set holds (IdealHitSource::defer).
+  size_t known_blocks() const { return known_blocks_; }
   // Tiers below the pool (nullptr: none); the stack hears the pool from now on.
   void set_tiers(KvTierStack* tiers) {
     tiers_ = tiers;
@@ -124,6 +130,7 @@ class CacheReplayer {
   uint64_t evictions_before_ = 0;  // at start_counting()
   bool counting_ = false;
   CacheReplayResult r_;
+  size_t known_blocks_ = 0;
   std::vector<BlockId> table_;
   KvTierStack* tiers_ = nullptr;
 };
@@ -137,9 +144,12 @@ CacheReplayResult run_cache_replay(const PreparedTrace& trace, int64_t num_block
                                    const CacheReplayHook& after_each = {}, KvTierStack* tiers = nullptr);
 CacheReplayResult run_cache_replay(std::span<const Request> requests, int32_t block_size, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false);
-// Streams: memory does not grow with the trace.
+// Streams: memory does not grow with the trace. `ideal`, when given, is the
+// deferred ideal-hit-rate pass that src reads through (or src itself):
+// each request is accounted to it after its lookup.
 CacheReplayResult run_cache_replay(RequestSource& src, int32_t block_size, int64_t num_blocks,
                                    std::unique_ptr<EvictionPolicy> policy, bool check_invariants = false,
-                                   const CacheReplayHook& after_each = {}, KvTierStack* tiers = nullptr);
+                                   const CacheReplayHook& after_each = {}, KvTierStack* tiers = nullptr,
+                                   IdealHitSource* ideal = nullptr);
 
 }  // namespace prefixsim

@@ -16,12 +16,22 @@
 // peak). Past the cap the ideal rate is reported as not available
 // (valid() == false) instead of letting a long replay grow without bound;
 // `prefixsim analyze` computes it for any trace size.
+//
+// Speed: cache mode on small requests with many distinct blocks is where
+// the ideal's share of a replay shows (issue 44). Each request costs one
+// probe per entry, not a lookup then an insert, prefetched a few entries
+// ahead; a run of one block (a Mooncake-form trace whose ids are one block
+// each) is probed in the 8-byte table; in cache mode the chain handed on
+// holds the computed output too, so the replay hashes nothing again, and
+// the streaming replay accounts each request after its lookup (defer()),
+// so the blocks its pool already holds are not probed at all.
 #pragma once
 
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
+#include "sim/base/error.h"
 #include "sim/kv/block_hash.h"
 #include "sim/engine/request_source.h"
 
@@ -32,29 +42,39 @@ namespace prefixsim {
 // (8 or 16 bytes a slot). Linear probing; doubles at load 1/2.
 template <bool kValued>
 class FingerprintTable {
+ private:
+  struct Plain {
+    uint64_t fp = 0;
+  };
+  struct Valued {
+    uint64_t fp = 0;
+    uint32_t value = 0;
+  };
+
  public:
+  using Slot = std::conditional_t<kValued, Valued, Plain>;
+  struct Found {
+    Slot* slot = nullptr;  // nullptr: absent and not added
+    bool existed = false;
+  };
+
   FingerprintTable() { slots_.assign(1 << 12, Slot{}); }
   static uint64_t fingerprint(const BlockHash& h) { return h.lo ? h.lo : 1; }
-  void prefetch(const BlockHash& h) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[fingerprint(h) & (slots_.size() - 1)]);
-  }
-  bool contains(const BlockHash& h) const { return slots_[probe(fingerprint(h))].fp != 0; }
-  // The value under h; 0 if absent.
-  uint32_t value(const BlockHash& h) const
-    requires kValued
-  {
-    return slots_[probe(fingerprint(h))].value;
-  }
-  // Inserts h if absent; when valued, its value becomes max(value, v).
-  void insert(const BlockHash& h, uint32_t v = 0) {
-    if ((size_ + 1) * 2 > slots_.size()) grow();
-    const uint64_t f = fingerprint(h);
-    Slot& s = slots_[probe(f)];
-    if (s.fp == 0) {
-      s.fp = f;
-      ++size_;
+  void prefetch(uint64_t f) const { __builtin_prefetch(&slots_[f & (slots_.size() - 1)]); }
+  // f's slot; when absent and `may_add`, f is added (value 0). The table
+  // grows (at load 1/2) only for an entry it adds, so one at a cap never
+  // doubles for an entry it already holds.
+  Found find_or_add(uint64_t f, bool may_add) {
+    size_t i = probe(f);
+    if (slots_[i].fp != 0) return {&slots_[i], true};
+    if (!may_add) return {};
+    if ((size_ + 1) * 2 > slots_.size()) {
+      grow();
+      i = probe(f);
     }
-    if constexpr (kValued) s.value = std::max(s.value, v);
+    slots_[i].fp = f;
+    ++size_;
+    return {&slots_[i], false};
   }
   size_t size() const { return size_; }
   size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
@@ -64,14 +84,6 @@ class FingerprintTable {
   }
 
  private:
-  struct Plain {
-    uint64_t fp = 0;
-  };
-  struct Valued {
-    uint64_t fp = 0;
-    uint32_t value = 0;
-  };
-  using Slot = std::conditional_t<kValued, Valued, Plain>;
   // The slot holding f, or the empty slot where it would go.
   size_t probe(uint64_t f) const {
     const uint64_t mask = slots_.size() - 1;
@@ -94,13 +106,24 @@ class IdealHitSource final : public RequestSource {
  public:
   static constexpr size_t kMaxDistinctBlocks = size_t{1} << 24;
 
-  // hand_on_chain: give each request its prompt's hash chain
+  // hand_on_chain: give each request its computed sequence's hash chain
   // (Request::prompt_chain), for a consumer that hashes every request at
   // once (cache mode); the engine hashes a request only when it is looked up.
   // max_distinct: the cap (tests give a small one).
   IdealHitSource(RequestSource& inner, int32_t block_size, bool hand_on_chain = true,
                  size_t max_distinct = kMaxDistinctBlocks)
       : inner_(inner), block_size_(block_size), hand_on_chain_(hand_on_chain), max_distinct_(max_distinct) {}
+
+  // Cache mode's streaming replay: next() only hashes and hands the chain
+  // on, and the replay calls account() for each request once it has looked
+  // it up, with how many leading blocks its pool and tiers held. Those are
+  // in the set already (every block cached was inserted when it was
+  // computed, and the set forgets nothing), so the walk starts past them:
+  // on a trace that hits often, most of the ideal's probes never happen.
+  void defer() {
+    if (!hand_on_chain_) throw InternalError("ideal hit rate: deferred without handing the chain on");
+    deferred_ = true;
+  }
 
   bool next(Request& out) override {
     if (!inner_.next(out)) return false;
@@ -109,20 +132,28 @@ class IdealHitSource final : public RequestSource {
       out.prompt_chain = BlockHashChain{};
       return true;
     }
-    chain_.reset(block_size_, &out.extras);
-    out.append_prompt_to(chain_);
-    if (hand_on_chain_) out.prompt_chain = chain_;  // so the replay does not hash the prompt again
-    const size_t max_hit = static_cast<size_t>((out.prompt_len - 1) / block_size_);
-    const size_t hit = walk(max_hit);
+    // The whole computed sequence (Request::prompt_chain says so by its
+    // length), so the replay hashes neither prompt nor output again.
+    BlockHashChain& chain = deferred_ ? out.prompt_chain : chain_;
+    chain.reset(block_size_, &out.extras);
+    out.append_prompt_to(chain);
     outputs_.clear();
     const uint64_t key = out.output_key();
     for (int64_t k = 0; k + 1 < out.output_len; ++k) outputs_.push_back(out.output_token(key, k));  // kv_len()
-    chain_.append_tokens(outputs_);
-    insert_from(hit);
-    if (out.warmup) return true;  // its blocks warm the ideal cache; its hits are not counted
-    hit_tokens_ += static_cast<int64_t>(hit) * block_size_;
-    counted_tokens_ += out.prompt_len;
+    chain.append_tokens(outputs_);
+    if (deferred_) return true;
+    if (hand_on_chain_) out.prompt_chain = chain_;
+    account(out, chain_, 0);
     return true;
+  }
+  // Counts r, whose computed sequence is `chain`, and inserts its blocks;
+  // `known`: its leading blocks known to be in the set (deferred mode).
+  void account(const Request& r, const BlockHashChain& chain, size_t known) {
+    if (overflowed_) return;
+    const size_t hit = walk_and_insert(chain, static_cast<size_t>((r.prompt_len - 1) / block_size_), known);
+    if (r.warmup) return;  // its blocks warm the ideal cache; its hits are not counted
+    hit_tokens_ += static_cast<int64_t>(hit) * block_size_;
+    counted_tokens_ += r.prompt_len;
   }
   std::string format() const override { return inner_.format(); }
   std::string origin() const override { return inner_.origin(); }
@@ -138,53 +169,86 @@ class IdealHitSource final : public RequestSource {
  private:
   // The probes are cache misses in tables of up to 256 MiB: fetch a few
   // ahead so they overlap (prefetching does not change any result).
-  static constexpr size_t kAhead = 8;
+  static constexpr size_t kAhead = 16;
 
-  // Leading blocks of chain_ already in the set, at most max_hit. A run of
-  // an identity (BlockHashChain::runs) is one entry, keyed by its first
-  // block, holding how many of its blocks were ever inserted: the run's
-  // blocks depend only on its first, and are always inserted as a prefix.
-  size_t walk(size_t max_hit) const {
-    const auto& h = chain_.hashes();
-    const auto& runs = chain_.runs();
-    const size_t n = std::min(max_hit, h.size());
+  // The chain as the tables hold it: single blocks, and runs of an identity
+  // (BlockHashChain::runs) as one entry each, keyed by the run's first block:
+  // a run's blocks depend only on its first and are always inserted as a
+  // prefix, so the set holds the first block, and runs_ how many of the
+  // run's blocks were ever inserted when that is more than one. A run of one
+  // block (a trace whose ids are one block each) is then a single block:
+  // one probe of the 8-byte table, the smaller and more often cached one.
+  struct Entry {
+    uint64_t fp = 0;
+    uint32_t first = 0;  // its first block in the chain
+    uint32_t count = 1;  // its blocks (1: a single block)
+  };
+  void make_entries(const BlockHashChain& chain) {
+    entries_.clear();
+    const auto& h = chain.hashes();
+    const auto& runs = chain.runs();
     size_t r = 0;
-    for (size_t i = 0; i < std::min(n, kAhead); ++i) blocks_.prefetch(h[i]);
-    for (size_t i = 0; i < n;) {
+    for (size_t i = 0; i < h.size();) {
+      const uint64_t fp = FingerprintTable<false>::fingerprint(h[i]);
       if (r < runs.size() && runs[r].first == i) {
-        const size_t count = runs[r].count, got = runs_.value(h[i]);
-        if (got < count) return std::min(i + got, n);
-        i += count;
-        ++r;
-        continue;
+        entries_.push_back({fp, runs[r].first, runs[r].count});
+        i += runs[r++].count;
+      } else {
+        entries_.push_back({fp, static_cast<uint32_t>(i), 1});
+        ++i;
       }
-      if (i + kAhead < n) blocks_.prefetch(h[i + kAhead]);
-      if (!blocks_.contains(h[i])) return i;
-      ++i;
     }
-    return n;
   }
-  // Inserts every block of chain_ past the first `hit` (those are in the
-  // set), runs as their counts.
-  void insert_from(size_t hit) {
-    const auto& h = chain_.hashes();
-    const auto& runs = chain_.runs();
-    size_t r = 0;
-    for (size_t i = hit; i < h.size();) {
-      while (r < runs.size() && runs[r].first + runs[r].count <= i) ++r;
-      if (r < runs.size() && runs[r].first <= i) {  // i lies in run r: the run is one entry
-        const BlockHash& first = h[runs[r].first];
-        if (full() && !runs_.contains(first)) return overflow();
-        runs_.insert(first, runs[r].count);
-        i = runs[r].first + runs[r].count;
-        continue;
+  void prefetch(const Entry& e) const {
+    blocks_.prefetch(e.fp);
+    if (e.count > 1) runs_.prefetch(e.fp);
+  }
+
+  // One pass over the chain: the leading blocks already in the set, at most
+  // max_hit, are the hit, and every block of the chain is in the set after
+  // (those past the first miss are added; none before it is new, and a
+  // chain's blocks are distinct, so adding as we walk changes no lookup).
+  // Entries wholly inside the first `known` blocks are not probed.
+  size_t walk_and_insert(const BlockHashChain& chain, size_t max_hit, size_t known) {
+    make_entries(chain);
+    const size_t n = std::min(max_hit, chain.hashes().size());
+    size_t e0 = 0;
+    while (e0 < entries_.size() && entries_[e0].first + entries_[e0].count <= known) ++e0;
+#ifdef PREFIXSIM_DEBUG_INVARIANTS
+    for (size_t e = 0; e < e0; ++e)
+      if (!blocks_.find_or_add(entries_[e].fp, false).slot)
+        throw InternalError("ideal hit rate: block " + std::to_string(entries_[e].first) +
+                            " was held by the pool but never inserted into the ideal set");
+#endif
+    size_t hit = e0 < entries_.size() ? std::min<size_t>(entries_[e0].first, n) : n;
+    bool in_prefix = hit < n;
+    for (size_t e = e0; e < std::min(entries_.size(), e0 + kAhead); ++e) prefetch(entries_[e]);
+    for (size_t e = e0; e < entries_.size(); ++e) {
+      if (e + kAhead < entries_.size()) prefetch(entries_[e + kAhead]);
+      const Entry& x = entries_[e];
+      const auto f = blocks_.find_or_add(x.fp, !full());
+      if (!f.slot) return overflow(), hit;
+      size_t have = f.existed ? 1 : 0;  // leading blocks of the entry in the set before this request
+      if (x.count > 1) {
+        if (have) {
+          const auto r = runs_.find_or_add(x.fp, false);
+          if (r.slot) have = r.slot->value;
+        }
+        if (have < x.count) {
+          const auto r = runs_.find_or_add(x.fp, !full());
+          if (!r.slot) return overflow(), hit;
+          r.slot->value = x.count;
+        }
       }
-      if (i + kAhead < h.size()) blocks_.prefetch(h[i + kAhead]);
-      if (full() && !blocks_.contains(h[i])) return overflow();
-      blocks_.insert(h[i++]);
+      if (in_prefix) {
+        hit = std::min(x.first + std::min<size_t>(have, x.count), n);
+        in_prefix = have >= x.count && x.first + x.count < n;
+      }
     }
     peak_bytes_ = std::max(peak_bytes_, table_bytes());
+    return hit;
   }
+
   // At the cap: one more new entry would pass it (checked before inserting,
   // so the table does not grow for an entry it cannot keep).
   bool full() const { return blocks_.size() + runs_.size() >= max_distinct_; }
@@ -198,12 +262,14 @@ class IdealHitSource final : public RequestSource {
   RequestSource& inner_;
   int32_t block_size_;
   bool hand_on_chain_;
+  bool deferred_ = false;
   size_t max_distinct_;
   size_t peak_bytes_ = 0;
   BlockHashChain chain_;
   std::vector<int32_t> outputs_;
-  FingerprintTable<false> blocks_;  // single blocks
-  FingerprintTable<true> runs_;     // identity runs: first block -> blocks inserted
+  std::vector<Entry> entries_;
+  FingerprintTable<false> blocks_;  // single blocks and runs' first blocks
+  FingerprintTable<true> runs_;     // identity runs: first block -> blocks inserted, when more than one
   bool overflowed_ = false;
   int64_t prompt_tokens_ = 0, counted_tokens_ = 0, hit_tokens_ = 0;
 };

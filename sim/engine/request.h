@@ -46,7 +46,10 @@ struct Request {
   // The prompt's hash chain, when a stage upstream already computed it (the
   // replay's ideal-hit-rate pass does), so the scheduler does not hash the
   // prompt a second time. Derived data: empty unless set, and used only
-  // when its block size matches (hash_prompt).
+  // when its block size and length match (hash_prompt). In cache mode it
+  // holds the whole computed sequence, prompt and output (kv_len tokens),
+  // which the cache replay takes as it is and the prompt-only readers
+  // below, seeing a longer chain, ignore.
   BlockHashChain prompt_chain;
 
   bool identity_form() const { return !hash_ids.empty(); }

@@ -116,4 +116,24 @@ TEST_CASE("replay --backend misuse is exit 2 naming the flag", "[cli][backend]")
   CHECK_FALSE(std::filesystem::exists(dir + "/report.json"));
 }
 
+// The binary loads the CUDA library only for --backend gpu (gpu/cuda_plugin.h),
+// through its run path: a CUDA build must find it there; a build without
+// CUDA says so; where a GPU is present the run goes ahead.
+TEST_CASE("replay --backend gpu finds the CUDA library or says why it cannot run", "[cli][backend]") {
+  const std::string dir = temp_dir("backend-gpu");
+  const auto r = run_cli({"replay", "--workload", "multi-turn", "--requests", "3", "--kv-blocks", "200", "--backend",
+                          "gpu", "--out", dir, "--quiet"});
+  INFO(r.err);
+  if (r.rc == 0) {
+    CHECK(std::filesystem::exists(dir + "/report.json"));
+    return;
+  }
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("cannot load the CUDA library") == std::string::npos);
+  const bool no_cuda = r.err.find("built without CUDA") != std::string::npos;
+  const bool no_device = r.err.find("no CUDA device") != std::string::npos;
+  CHECK((no_cuda || no_device));
+  CHECK_FALSE(std::filesystem::exists(dir + "/report.json"));
+}
+
 }  // namespace test_backend_cli

@@ -7,8 +7,11 @@
 #include <utility>
 #include <vector>
 
+#include "sim/engine/cache_replay.h"
 #include "sim/engine/ideal_hit.h"
 #include "sim/engine/vector_source.h"
+#include "sim/kv/kv_tier.h"
+#include "test/policies/policy_test_util.h"
 
 using namespace prefixsim;
 
@@ -101,7 +104,7 @@ TEST_CASE("the ideal hit rate of a token-form trace equals the block-by-block de
   CHECK(ideal_of(reqs, 16) == want);
 }
 
-TEST_CASE("the ideal pass hands each prompt's hash chain on only when asked to", "[ideal]") {
+TEST_CASE("the ideal pass hands each request's computed sequence chain on only when asked to", "[ideal]") {
   const auto reqs = identity_trace(7, 128, false);
   for (const bool hand_on : {true, false}) {
     VectorSource inner(reqs);
@@ -109,8 +112,13 @@ TEST_CASE("the ideal pass hands each prompt's hash chain on only when asked to",
     Request r;
     size_t n = 0;
     while (ideal.next(r)) {
+      // Prompt and every output token but the last (Request::kv_len).
       BlockHashChain want(16, &r.extras);
       r.append_prompt_to(want);
+      std::vector<int32_t> out;
+      for (int64_t k = 0; k + 1 < r.output_len; ++k) out.push_back(r.output_token(k));
+      want.append_tokens(out);
+      if (hand_on) CHECK(r.prompt_chain.num_tokens() == r.kv_len());
       INFO("request " << n << (hand_on ? " (hand on)" : " (keep)"));
       if (hand_on)
         CHECK(r.prompt_chain.hashes() == want.hashes());
@@ -149,4 +157,71 @@ TEST_CASE("the ideal pass's cap is exact and its table never grows past the cap'
   const auto [valid, peak] = run(size_t{1} << 14);
   CHECK_FALSE(valid);
   CHECK(peak <= (size_t{1} << 15) * 8 + (size_t{1} << 12) * 16);
+}
+
+TEST_CASE("the ideal pass at its cap does not grow its table for content it already holds", "[ideal][memory]") {
+  // 256 requests of 64 distinct blocks fill a cap of 2^14 entries exactly;
+  // the first request again is all hits and adds nothing, so the table
+  // stays at 2^15 slots (it used to double for an entry it held).
+  std::vector<Request> reqs;
+  auto make = [](int i) {
+    Request r;
+    r.id = "c" + std::to_string(i);  // the repeat's id too: no output block is computed
+    for (int k = 0; k < 16 * 64; ++k) r.tokens.push_back(i * 100000 + k);
+    r.prompt_len = static_cast<int64_t>(r.tokens.size());
+    r.output_len = 1;
+    return r;
+  };
+  for (int i = 0; i < 256; ++i) reqs.push_back(make(i));
+  reqs.push_back(make(0));
+  VectorSource inner(reqs);
+  IdealHitSource ideal(inner, 16, false, size_t{1} << 14);
+  Request r;
+  while (ideal.next(r)) {
+  }
+  CHECK(ideal.valid());
+  CHECK(ideal.peak_table_bytes() <= (size_t{1} << 15) * 8 + (size_t{1} << 12) * 16);
+  // The repeat hit all it may: 63 of its 64 blocks (the last token is recomputed).
+  CHECK(ideal.hit_rate() == Approx(63.0 * 16 / (257.0 * 1024)));
+}
+
+// Cache mode's streaming replay accounts each request to the ideal after its
+// lookup and skips the blocks its pool and tiers held (IdealHitSource::defer):
+// the figure must be the one the pass computes alone, whatever the pool
+// holds, and the pool's hit rate must not change either.
+TEST_CASE("the deferred ideal pass, skipping what the pool held, equals the ideal pass alone", "[ideal][property]") {
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    for (int32_t bs : {16, 48}) {
+      const auto reqs = identity_trace(seed, 128, seed % 2 == 0);
+      const double want = reference_ideal(reqs, bs);
+      for (int64_t blocks : {12, 60, 400, 5000}) {
+        for (const bool with_tier : {false, true}) {
+          INFO("seed " << seed << " block size " << bs << " pool " << blocks << (with_tier ? " with a CPU tier" : ""));
+          KvTierConfig tc;
+          tc.name = "cpu";
+          tc.capacity_blocks = 3 * blocks;
+          tc.bytes_per_block = 1000;
+          KvTier tier(tc, test::any_policy("lru", bs));
+          KvTierStack stack({&tier});
+          VectorSource inner(reqs);
+          IdealHitSource ideal(inner, bs);
+          ideal.defer();
+          const CacheReplayResult deferred = run_cache_replay(ideal, bs, blocks, test::any_policy("lru", bs), true, {},
+                                                              with_tier ? &stack : nullptr, &ideal);
+          REQUIRE(ideal.valid());
+          CHECK(ideal.hit_rate() == want);
+          KvTier tier2(tc, test::any_policy("lru", bs));
+          KvTierStack stack2({&tier2});
+          VectorSource inner2(reqs);
+          IdealHitSource plain(inner2, bs);
+          const CacheReplayResult alone = run_cache_replay(plain, bs, blocks, test::any_policy("lru", bs), true, {},
+                                                           with_tier ? &stack2 : nullptr);
+          CHECK(plain.hit_rate() == want);
+          CHECK(deferred.hit_tokens == alone.hit_tokens);
+          CHECK(deferred.tier_hit_tokens == alone.tier_hit_tokens);
+          CHECK(deferred.refused_requests == alone.refused_requests);
+        }
+      }
+    }
+  }
 }
