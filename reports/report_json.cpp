@@ -172,12 +172,21 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
                                            {"prompt_tokens", r.imbalance.prompt_tokens}}}};
     if (r.router_view) {
       const RouterViewReport& v = *r.router_view;
-      j["fleet"]["router_view"] = ojson{{"kv_lag_ms", v.kv_lag_ms},
-                                        {"decisions", v.decisions},
-                                        {"mispredicted", v.mispredicted},
-                                        {"predicted_blocks", v.predicted_blocks},
-                                        {"actual_blocks", v.actual_blocks},
-                                        {"oracle_blocks", v.oracle_blocks}};
+      ojson view{{"decisions", v.decisions}};
+      if (v.kv_lag_ms > 0) {
+        view["kv_lag_ms"] = v.kv_lag_ms;
+        view["mispredicted"] = v.mispredicted;
+        view["predicted_blocks"] = v.predicted_blocks;
+        view["actual_blocks"] = v.actual_blocks;
+        view["oracle_blocks"] = v.oracle_blocks;
+      }
+      if (v.scrape_ms > 0) {
+        view["scrape_ms"] = v.scrape_ms;
+        view["stale_load_decisions"] = v.stale_load;
+        view["believed_load"] = v.believed_load;
+        view["actual_load"] = v.actual_load;
+      }
+      j["fleet"]["router_view"] = view;
     }
     j["replicas"] = reps;
   }

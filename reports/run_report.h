@@ -190,12 +190,15 @@ struct FleetImbalance {
 // over its decisions, the leading prompt blocks it believed the chosen
 // replica held, what that replica held, and what the best replica held.
 struct RouterViewReport {
-  double kv_lag_ms = 0;
+  double kv_lag_ms = 0;  // 0: the KV figures below are not kept
+  double scrape_ms = 0;  // 0: the load figures below are not kept
   uint64_t decisions = 0;
   uint64_t mispredicted = 0;
   uint64_t predicted_blocks = 0;
   uint64_t actual_blocks = 0;
   uint64_t oracle_blocks = 0;
+  uint64_t stale_load = 0;  // decisions where the sampled load of the chosen replica was not its load
+  uint64_t believed_load = 0, actual_load = 0;  // the chosen replica's requests, summed over decisions
 };
 
 // The real backend mode (replay --backend): what ran every step, the

@@ -41,14 +41,21 @@ void add(EngineResult& to, const EngineResult& r) {
 // request). Other sources stream, one arrival buffered.
 class Driver final : public RequestDoneListener {
  public:
-  Driver(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, const RouteFn& route)
-      : loop_(loop), source_(source), replicas_(replicas), route_(route), origin_(source.origin()) {}
+  Driver(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, const RouteFn& route,
+         const BeforeEventFn& before_event)
+      : loop_(loop),
+        source_(source),
+        replicas_(replicas),
+        route_(route),
+        before_event_(before_event),
+        origin_(source.origin()) {}
 
   FleetResult run() {
     for (Engine* e : replicas_) e->set_done_listener(this);
     pull();
     Event ev;
     while (loop_.pop(ev)) {
+      if (before_event_) before_event_(ev.time);
       if (ev.kind == kArrival) {
         ++arrived_;
         hand_over(next_);
@@ -167,6 +174,7 @@ class Driver final : public RequestDoneListener {
   RequestSource& source_;
   std::span<Engine* const> replicas_;
   const RouteFn& route_;
+  const BeforeEventFn& before_event_;
   std::string origin_;
   Request next_;  // the one buffered arrival
   TimeNs last_arrival_ = 0;
@@ -182,13 +190,13 @@ class Driver final : public RequestDoneListener {
 }  // namespace
 
 FleetResult drive_replicas(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas,
-                           const RouteFn& route) {
+                           const RouteFn& route, const BeforeEventFn& before_event) {
   if (loop.processed() > 0) throw InternalError("drive_replicas: the event loop already ran");
   for (size_t i = 0; i < replicas.size(); ++i)
     if (replicas[i]->index() != i)
       throw InternalError("drive_replicas: replica " + std::to_string(i) + " has index " +
                           std::to_string(replicas[i]->index()));
-  return Driver(loop, source, replicas, route).run();
+  return Driver(loop, source, replicas, route, before_event).run();
 }
 
 }  // namespace prefixsim

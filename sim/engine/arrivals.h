@@ -34,10 +34,15 @@ struct FleetResult {
 // so the replica does not hash the prompt again).
 using RouteFn = std::function<uint32_t(Request&)>;
 
+// Told the time of every event before it is handled: the state it sees is
+// the fleet's at that instant, before the event (a router's periodic
+// sample of the replicas' load, sim/fleet/fleet.cpp).
+using BeforeEventFn = std::function<void(TimeNs)>;
+
 // Replays the whole source through `replicas`, which must have been built on
 // `loop` with indices 0..n-1. Throws InputError when arrivals go back in
 // time, InternalError when a route is out of range.
 FleetResult drive_replicas(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas,
-                           const RouteFn& route);
+                           const RouteFn& route, const BeforeEventFn& before_event = {});
 
 }  // namespace prefixsim

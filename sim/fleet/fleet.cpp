@@ -4,27 +4,46 @@
 #include <memory>
 #include <vector>
 
+#include "sim/base/error.h"
 #include "sim/kv/block_pool.h"
 
 namespace prefixsim {
 namespace {
 
-// The router's view of real replicas.
+// The router's view of real replicas: their load live, or as last sampled.
 class EngineFleetView final : public FleetView {
  public:
   EngineFleetView(std::span<Engine* const> replicas, const EventLoop& loop,
-                  std::span<const std::unique_ptr<LaggedCacheIndex>> lagged)
-      : replicas_(replicas), loop_(loop), lagged_(lagged) {}
-  uint32_t size() const override { return static_cast<uint32_t>(replicas_.size()); }
-  size_t load(uint32_t i) const override { return replicas_[i]->num_requests(); }
-  size_t waiting(uint32_t i) const override { return replicas_[i]->num_waiting(); }
-  size_t running(uint32_t i) const override { return replicas_[i]->num_running(); }
-  double kv_usage(uint32_t i) const override { return replicas_[i]->kv().pool().usage(); }
-  int64_t queued_prompt_tokens(uint32_t i) const override { return replicas_[i]->queued_prompt_tokens(); }
-  int64_t active_blocks(uint32_t i) const override {
-    const BlockPool& pool = replicas_[i]->kv().pool();
-    return pool.num_usable() - pool.num_free();
+                  std::span<const std::unique_ptr<LaggedCacheIndex>> lagged, bool sampled)
+      : replicas_(replicas), loop_(loop), lagged_(lagged) {
+    if (sampled) samples_.resize(replicas.size());
   }
+  uint32_t size() const override { return static_cast<uint32_t>(replicas_.size()); }
+  size_t load(uint32_t i) const override { return samples_.empty() ? live_load(i) : samples_[i].load; }
+  size_t waiting(uint32_t i) const override {
+    return samples_.empty() ? replicas_[i]->num_waiting() : samples_[i].waiting;
+  }
+  size_t running(uint32_t i) const override {
+    return samples_.empty() ? replicas_[i]->num_running() : samples_[i].running;
+  }
+  double kv_usage(uint32_t i) const override {
+    return samples_.empty() ? replicas_[i]->kv().pool().usage() : samples_[i].kv_usage;
+  }
+  int64_t queued_prompt_tokens(uint32_t i) const override {
+    return samples_.empty() ? replicas_[i]->queued_prompt_tokens() : samples_[i].queued_prompt_tokens;
+  }
+  int64_t active_blocks(uint32_t i) const override {
+    return samples_.empty() ? live_active_blocks(i) : samples_[i].active_blocks;
+  }
+  // Takes the load sample the router reads until the next one.
+  void sample() {
+    for (uint32_t i = 0; i < samples_.size(); ++i) {
+      const Engine& e = *replicas_[i];
+      samples_[i] = {live_load(i),     e.num_waiting(), e.num_running(), e.kv().pool().usage(),
+                     e.queued_prompt_tokens(), live_active_blocks(i)};
+    }
+  }
+  size_t live_load(uint32_t i) const { return replicas_[i]->num_requests(); }
   size_t cached_prefix_blocks(uint32_t i, std::span<const BlockHash> prompt) const override {
     if (!lagged_.empty()) return lagged_[i]->leading(prompt, loop_.now());
     return truly_cached(i, prompt);
@@ -40,9 +59,20 @@ class EngineFleetView final : public FleetView {
   }
 
  private:
+  int64_t live_active_blocks(uint32_t i) const {
+    const BlockPool& pool = replicas_[i]->kv().pool();
+    return pool.num_usable() - pool.num_free();
+  }
+  struct Sample {
+    size_t load = 0, waiting = 0, running = 0;
+    double kv_usage = 0;
+    int64_t queued_prompt_tokens = 0, active_blocks = 0;
+  };
+
   std::span<Engine* const> replicas_;
   const EventLoop& loop_;
   std::span<const std::unique_ptr<LaggedCacheIndex>> lagged_;  // empty: no lag
+  std::vector<Sample> samples_;                                // empty: live load
 };
 
 // The lagging indices listen to the pools for one run, then hand each pool
@@ -73,30 +103,49 @@ class LaggedIndices {
 }  // namespace
 
 FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, Router& router,
-                      int32_t block_size, TimeNs kv_lag, RouterViewStats* stats) {
+                      int32_t block_size, TimeNs kv_lag, RouterViewStats* stats, TimeNs scrape) {
+  if (scrape < 0) throw InternalError("fleet: negative load sample period");
   LaggedIndices lagged(replicas, loop, kv_lag);
-  EngineFleetView view(replicas, loop, lagged.get());
+  EngineFleetView view(replicas, loop, lagged.get(), scrape > 0);
   const bool wants_blocks = router.needs_prompt_blocks();
   const bool tally = stats && wants_blocks && kv_lag > 0;
-  return drive_replicas(loop, source, replicas, [&](Request& r) {
+  const bool tally_load = stats && scrape > 0;
+  // The sample at each multiple of `scrape`: taken before the first event
+  // at or after it, when the replicas are as they were at that instant.
+  TimeNs next_sample = 0;
+  BeforeEventFn before_event;
+  if (scrape > 0)
+    before_event = [&](TimeNs t) {
+      if (t < next_sample) return;
+      view.sample();
+      next_sample = (t / scrape + 1) * scrape;
+    };
+  const RouteFn route = [&](Request& r) {
     RouteQuery q;
     q.request = &r;
     q.block_size = block_size;
     if (wants_blocks) q.prompt_blocks = r.ensure_prompt_chain(block_size).hashes();
     const uint32_t choice = router.route(q, view);
+    if (tally || tally_load) ++stats->decisions;
+    if (tally_load) {
+      const size_t believed = view.load(choice), actual = view.live_load(choice);
+      stats->stale_load += believed != actual;
+      stats->believed_load += believed;
+      stats->actual_load += actual;
+    }
     if (tally) {
       const size_t predicted = view.cached_prefix_blocks(choice, q.prompt_blocks);
       const size_t actual = view.truly_cached(choice, q.prompt_blocks);
       size_t oracle = 0;
       for (uint32_t i = 0; i < view.size(); ++i) oracle = std::max(oracle, view.truly_cached(i, q.prompt_blocks));
-      ++stats->decisions;
       stats->mispredicted += predicted != actual;
       stats->predicted_blocks += predicted;
       stats->actual_blocks += actual;
       stats->oracle_blocks += oracle;
     }
     return choice;
-  });
+  };
+  return drive_replicas(loop, source, replicas, route, before_event);
 }
 
 double max_over_mean(std::span<const uint64_t> per_replica) {

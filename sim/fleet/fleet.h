@@ -21,11 +21,16 @@ namespace prefixsim {
 // 0..n-1), routing each arrival with `router`. `block_size` is the
 // replicas' (the prompt blocks a prefix-aware router reads). With
 // `kv_lag` > 0 the router sees each replica's cache through its KV events
-// delivered that late (router_view.h), and `stats`, when given, receives
-// what it believed against the truth at each decision of a prefix-aware
-// router.
+// delivered that late (router_view.h). With `scrape` > 0 it reads the
+// replicas' load (requests waiting and running, KV usage, queued prompt
+// tokens, active blocks) as sampled at the last multiple of `scrape` on the
+// clock, as llm-d's scheduler reads vLLM's /metrics every 50 ms by default
+// (`refreshMetricsInterval`): requests it routed since then are not in it.
+// `stats`, when given, receives what the router believed against the truth
+// at each decision (the prefix under a lag, when it reads prompt blocks;
+// the chosen replica's load under sampling).
 FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, Router& router,
-                      int32_t block_size, TimeNs kv_lag = 0, RouterViewStats* stats = nullptr);
+                      int32_t block_size, TimeNs kv_lag = 0, RouterViewStats* stats = nullptr, TimeNs scrape = 0);
 
 // A fleet's load imbalance: the largest per-replica count over the mean (1
 // is even; N means one replica took everything); 0 when all are 0.

@@ -26,12 +26,18 @@ namespace prefixsim {
 // blocks of the prompt's leading run on the chosen replica (predicted: by
 // the router's view; actual: in the pool at that moment), and on the
 // replica that really held the longest run (oracle).
+// With load metrics sampled periodically (fleet.h, `scrape`): the chosen
+// replica's requests, waiting and running, as the router read them at the
+// last sample and as they were at the decision.
 struct RouterViewStats {
   uint64_t decisions = 0;
   uint64_t mispredicted = 0;  // predicted != actual on the chosen replica
   uint64_t predicted_blocks = 0;
   uint64_t actual_blocks = 0;
   uint64_t oracle_blocks = 0;
+  uint64_t stale_load = 0;  // decisions where the sampled load was not the load
+  uint64_t believed_load = 0;
+  uint64_t actual_load = 0;
 };
 
 class LaggedCacheIndex final : public PoolListener {

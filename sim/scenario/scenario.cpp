@@ -120,6 +120,9 @@ const std::vector<ScenarioOption>& scenario_options() {
       {"router-kv-lag-ms", "router_kv_lag_ms", &Scenario::router_kv_lag_ms, Echo::if_changed, kAll,
        "with --replicas: the replicas' KV events (block stored / removed) reach a prefix-aware router this many ms "
        "late, as llm-d's and Dynamo's do; 0 (default): it reads the caches as they are"},
+      {"router-scrape-ms", "router_scrape_ms", &Scenario::router_scrape_ms, Echo::if_changed, kAll,
+       "with --replicas: the router reads the replicas' load (queue, running, KV usage) as sampled every this many "
+       "ms, as llm-d's scheduler scrapes vLLM's metrics (50 ms by default there); 0 (default): live"},
       {"model", "model", &Scenario::model, Echo::value, kAll,
        "model from the catalog (default llama-3.1-8b; see prefixsim catalog)"},
       {"gpu", "gpu", &Scenario::gpu, Echo::value, kAll, "GPU from the catalog (default h100-sxm-80gb)"},
@@ -343,6 +346,8 @@ void validate(const Scenario& s) {
   if (s.warmup && s.warmup_seconds) bad("--warmup", "give --warmup or --warmup-seconds, not both");
   if (!(s.router_kv_lag_ms >= 0 && s.router_kv_lag_ms <= 3.6e6))
     bad("--router-kv-lag-ms", "must be in [0, 3600000] ms, got " + number_text(s.router_kv_lag_ms));
+  if (!(s.router_scrape_ms >= 0 && s.router_scrape_ms <= 3.6e6))
+    bad("--router-scrape-ms", "must be in [0, 3600000] ms, got " + number_text(s.router_scrape_ms));
   if (!(s.conversation_rate > 0 && s.conversation_rate < 1e9)) bad("--conversation-rate", "must be in (0, 1e9) conversations per second");
   if (!(s.gpu_mem_util > 0 && s.gpu_mem_util <= 1)) bad("--gpu-mem-util", "must be in (0, 1]");
   if (s.tp < 1 || s.tp > 64) bad("--tp", "must be in [1, 64]");

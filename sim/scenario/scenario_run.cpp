@@ -167,7 +167,7 @@ Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_block
 
 Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
              const PolicyContext& ctx, const ExecutorWrap* wrap)
-    : block_size(s.block_size), router_kv_lag_ms(s.router_kv_lag_ms) {
+    : block_size(s.block_size), router_kv_lag_ms(s.router_kv_lag_ms), router_scrape_ms(s.router_scrape_ms) {
   RouterContext rctx;
   rctx.replicas = static_cast<uint32_t>(s.replicas);
   rctx.block_size = s.block_size;
@@ -191,16 +191,29 @@ void Fleet::add_tiers(const std::vector<TierSpec>& specs) {
 }
 
 FleetResult Fleet::run(RequestSource& source) {
-  return run_fleet(loop, source, engines, *router, block_size, router_kv_lag(), &router_view);
+  return run_fleet(loop, source, engines, *router, block_size, router_kv_lag(), &router_view, router_scrape());
 }
 
 TimeNs Fleet::router_kv_lag() const { return static_cast<TimeNs>(std::llround(router_kv_lag_ms * 1e6)); }
+TimeNs Fleet::router_scrape() const { return static_cast<TimeNs>(std::llround(router_scrape_ms * 1e6)); }
 
 std::optional<RouterViewReport> Fleet::router_view_report() const {
-  if (router_kv_lag() <= 0 || engines.size() < 2 || !router->needs_prompt_blocks()) return std::nullopt;
+  const bool kv = router_kv_lag() > 0 && router->needs_prompt_blocks();
+  const bool load = router_scrape() > 0;
+  if (engines.size() < 2 || !(kv || load)) return std::nullopt;
   const RouterViewStats& v = router_view;
-  return RouterViewReport{router_kv_lag_ms,  v.decisions,     v.mispredicted,
-                          v.predicted_blocks, v.actual_blocks, v.oracle_blocks};
+  RouterViewReport r;
+  r.kv_lag_ms = kv ? router_kv_lag_ms : 0;
+  r.scrape_ms = load ? router_scrape_ms : 0;
+  r.decisions = v.decisions;
+  r.mispredicted = v.mispredicted;
+  r.predicted_blocks = v.predicted_blocks;
+  r.actual_blocks = v.actual_blocks;
+  r.oracle_blocks = v.oracle_blocks;
+  r.stale_load = v.stale_load;
+  r.believed_load = v.believed_load;
+  r.actual_load = v.actual_load;
+  return r;
 }
 
 }  // namespace prefixsim

@@ -95,9 +95,11 @@ struct Fleet {
   void add_tiers(const std::vector<TierSpec>& specs);
   FleetResult run(RequestSource& source);
   // report.json's fleet.router_view after run(): only for a fleet whose
-  // prefix-aware router saw the caches with a lag.
+  // prefix-aware router saw the caches with a lag, or whose router read
+  // sampled load.
   std::optional<RouterViewReport> router_view_report() const;
   TimeNs router_kv_lag() const;  // router_kv_lag_ms on the loop's clock
+  TimeNs router_scrape() const;  // router_scrape_ms on the loop's clock
 
   EventLoop loop;
   std::vector<std::unique_ptr<Replica>> replicas;
@@ -105,6 +107,7 @@ struct Fleet {
   std::unique_ptr<Router> router;
   int32_t block_size;
   double router_kv_lag_ms = 0;  // --router-kv-lag-ms
+  double router_scrape_ms = 0;  // --router-scrape-ms
   RouterViewStats router_view;  // what a lagging prefix-aware router believed (run() fills it)
   FleetTiers tiers;
 };

@@ -101,6 +101,39 @@ TEST_CASE("a router whose KV events lag believes what the replicas no longer hol
   CHECK_FALSE(json_of(dir + "/rr/report.json")["fleet"].contains("router_view"));
 }
 
+TEST_CASE("a router reading load sampled every period sees less than is there; period 0 is today's run",
+          "[cli][fleet]") {
+  const std::string dir = temp_dir("fleet-scrape");
+  auto replay = [&](const std::string& out, std::vector<std::string> more) {
+    std::vector<std::string> a = {"replay", "--replicas", "4", "--router", "llm-d:kv-util=2,queue=2", "--out",
+                                  dir + "/" + out};
+    a.insert(a.end(), more.begin(), more.end());
+    return run_cli(args(a, {"--workload", "multi-turn", "--requests", "200", "--rate", "40"}));
+  };
+  REQUIRE(replay("plain", {}).rc == 0);
+  REQUIRE(replay("zero", {"--router-scrape-ms", "0"}).rc == 0);
+  for (const char* f : {"report.json", "series.csv", "summary.md", "metrics.prom"}) {
+    INFO(f);
+    CHECK(read_file(dir + "/plain/" + f) == read_file(dir + "/zero/" + f));
+  }
+  CHECK_FALSE(json_of(dir + "/plain/report.json")["fleet"].contains("router_view"));
+  const auto r = replay("slow", {"--router-scrape-ms", "1000"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const json rep = json_of(dir + "/slow/report.json");
+  CHECK(rep["scenario"]["router_scrape_ms"] == 1000);
+  const json v = rep["fleet"]["router_view"];
+  CHECK(v["scrape_ms"] == 1000);
+  CHECK_FALSE(v.contains("kv_lag_ms"));
+  CHECK(v["decisions"] == 200);
+  CHECK(v["stale_load_decisions"].get<int>() > 0);
+  // Requests routed since the last sample are missing from it.
+  CHECK(v["believed_load"].get<int64_t>() < v["actual_load"].get<int64_t>());
+  // A stale queue spreads requests worse: the busiest replica takes more.
+  CHECK(rep["fleet"]["imbalance"]["requests"].get<double>() >
+        json_of(dir + "/plain/report.json")["fleet"]["imbalance"]["requests"].get<double>());
+}
+
 TEST_CASE("fleet misuse is exit 2 naming the flag", "[cli][fleet]") {
   const std::string dir = temp_dir("fleet-bad");
   struct Case {
@@ -113,6 +146,8 @@ TEST_CASE("fleet misuse is exit 2 naming the flag", "[cli][fleet]") {
       {{"--replicas", "2", "--router", "prefix:cache_threshold=3"}, "--router prefix: cache_threshold must be in"},
       {{"--replicas", "2", "--router", "llm-d:picker=best"}, "--router llm-d: picker must be max-score"},
       {{"--replicas", "2", "--router-kv-lag-ms", "-1"}, "--router-kv-lag-ms: must be in [0, 3600000] ms"},
+      {{"--replicas", "2", "--router-scrape-ms", "-5"}, "--router-scrape-ms: must be in [0, 3600000] ms"},
+      {{"--replicas", "2", "--router-scrape-ms", "nan"}, "--router-scrape-ms"},
       {{"--replicas", "2", "--steps-out", dir + "/steps.csv"}, "--steps-out: writes one replica's batches"},
   };
   for (const Case& c : cases) {

@@ -98,7 +98,8 @@ struct FleetRun {
   std::vector<int32_t> free_blocks;
 };
 
-FleetRun run(const std::vector<Request>& reqs, uint32_t n, const std::string& router, int32_t blocks) {
+FleetRun run(const std::vector<Request>& reqs, uint32_t n, const std::string& router, int32_t blocks,
+            TimeNs scrape = 0, RouterViewStats* stats = nullptr) {
   EventLoop loop;
   std::vector<std::unique_ptr<Replica>> reps;
   std::vector<Engine*> engines;
@@ -116,7 +117,7 @@ FleetRun run(const std::vector<Request>& reqs, uint32_t n, const std::string& ro
   auto r = make_router(router, ctx);
   VectorSource src{std::span<const Request>(reqs)};
   FleetRun out;
-  out.result = run_fleet(loop, src, engines, *r, 16);
+  out.result = run_fleet(loop, src, engines, *r, 16, 0, stats, scrape);
   out.trace = std::move(check.trace);
   for (const auto& rep : reps) out.free_blocks.push_back(rep->pool.num_free());
   return out;
@@ -206,4 +207,35 @@ TEST_CASE("prefix-aware routers keep a higher hit rate than blind ones on multi-
     CHECK(h > rr + 0.05);
     CHECK(h > rnd + 0.05);
   }
+}
+
+// --router-scrape-ms: the router reads the load sampled at the last multiple
+// of the period, so requests it sent since are invisible to it. 20 requests
+// arrive every 40 ms (0 to 760 ms): sampled once a second, least-loaded
+// sees two empty replicas all along and sends everything to replica 0 (its
+// tie rule), as a scraping router herds; sampled every 100 ms it sees
+// replica 0 fill and sends later ones to replica 1; live it alternates.
+TEST_CASE("a router reading load sampled every period herds onto the replica that looked idle", "[fleet][router_view]") {
+  const auto reqs = multi_turn(5, 4, 40'000'000, 3);
+  RouterViewStats second;
+  const FleetRun herd = run(reqs, 2, "least-loaded", 400, 1'000'000'000, &second);
+  CHECK(herd.result.replicas[0].arrived == 20);
+  CHECK(herd.result.replicas[1].arrived == 0);
+  CHECK(second.decisions == 20);
+  CHECK(second.believed_load == 0);  // the only sample, at 0, saw nothing
+  CHECK(second.actual_load > 0);
+  CHECK(second.stale_load > 10);
+
+  RouterViewStats tenth;
+  const FleetRun sampled = run(reqs, 2, "least-loaded", 400, 100'000'000, &tenth);
+  CHECK(sampled.result.replicas[1].arrived > 0);
+  CHECK(tenth.stale_load < second.stale_load);
+
+  RouterViewStats none;
+  const FleetRun live = run(reqs, 2, "least-loaded", 400, 0, &none);
+  CHECK(live.result.replicas[0].arrived > 0);
+  CHECK(live.result.replicas[1].arrived > 0);
+  CHECK(none.decisions == 0);  // nothing sampled, nothing tallied
+  // Every request finishes whichever view the router had.
+  for (const FleetRun* f : {&herd, &sampled, &live}) CHECK(f->result.total.finished == 20);
 }
