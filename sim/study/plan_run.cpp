@@ -258,22 +258,25 @@ const Shape* Planner::cheapest() const {
   return best;
 }
 
+const ojson* row_at(const Shape& s, int64_t n) {
+  for (const ojson& r : s.runs)
+    if (r["replicas"] == n) return &r;
+  return nullptr;
+}
+
+// Each router at the answer; the search's own router ran there already
+// (the same scenario: the same row), so its run is not repeated.
 std::vector<ojson> Planner::routers_at(const Shape& best) {
   std::vector<ojson> rows(o_.routers.size());
   parallel_for(o_.routers.size(), o_.threads, [&](size_t k) {
     try {
-      rows[k] = run_fleet(best, best.search.answer, o_.routers[k]);
+      const ojson* searched = o_.routers[k] == o_.base.router ? row_at(best, best.search.answer) : nullptr;
+      rows[k] = searched ? *searched : run_fleet(best, best.search.answer, o_.routers[k]);
     } catch (...) {
       keep_error();
     }
   });
   return rows;
-}
-
-const ojson* row_at(const Shape& s, int64_t n) {
-  for (const ojson& r : s.runs)
-    if (r["replicas"] == n) return &r;
-  return nullptr;
 }
 
 ojson Planner::shape_json(const Shape& s) const {
