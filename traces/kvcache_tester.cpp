@@ -18,7 +18,9 @@
 #include "sim/base/error.h"
 #include "sim/base/input_limits.h"
 #include "traces/json_scan.h"
+#include "traces/json_scan_lists.h"
 #include "traces/jsonl_source.h"
+#include "traces/kvcache_scan.h"
 
 namespace prefixsim {
 namespace {
@@ -450,12 +452,15 @@ class KvCacheTesterSource final : public RequestSource {
 
   void parse(const ConversationSource& where, size_t len, uint32_t k, Conversation& c) {
     const JsonFields f(where.name, where.line);
+    c.session = where.session;
+    if (opts_.fast_scan && parse_fast(where, len, k, c)) return;
+    c.reqs.clear();
+    c.pool.clear();
     element doc;
     if (const auto err = parser_.parse(buf_.data(), len, false).get(doc))
       f.fail(std::string("invalid JSON: ") + simdjson::error_message(err));
     simdjson::dom::object top;
     if (doc.get_object().get(top)) f.fail("expected a JSON object (one conversation)");
-    c.session = where.session;
     c.id = where.default_id();
     bool global = false, have_requests = false;
     c.block_size = opts_.trace_block_size > 0 ? opts_.trace_block_size : 64;
@@ -486,7 +491,10 @@ class KvCacheTesterSource final : public RequestSource {
     raw_.clear();
     uint32_t seq = 0;
     collect(f, requests, "requests", 0.0, c.block_size, seq);
-    std::stable_sort(raw_.begin(), raw_.end(), [](const RawRequest& a, const RawRequest& b) { return a.t < b.t; });
+    // Already in time order, as files mostly are: no sort (std::stable_sort
+    // allocates a buffer on every call).
+    const auto raw_earlier = [](const RawRequest& a, const RawRequest& b) { return a.t < b.t; };
+    if (!std::is_sorted(raw_.begin(), raw_.end(), raw_earlier)) std::stable_sort(raw_.begin(), raw_.end(), raw_earlier);
 
     const uint64_t file_ns = static_cast<uint64_t>(k + 1) << kFileShift;
     prev_.clear();
@@ -501,18 +509,66 @@ class KvCacheTesterSource final : public RequestSource {
                  (global ? " is too large (limit 2^63)" : " is too large to namespace by file (limit 2^40)"));
         ids_.push_back(global ? id : (file_ns | id));
       }
-      const int64_t full = r.in / c.block_size;
-      if (static_cast<int64_t>(ids_.size()) == full && r.in % c.block_size != 0)
-        ids_.push_back(kTailBit | file_ns | r.seq);  // the unknown tail: unique
-      size_t shared = 0;
-      while (shared < ids_.size() && shared < prev_.size() && ids_[shared] == prev_[shared]) ++shared;
-      c.reqs.push_back({r.t, r.in, r.out, r.seq, static_cast<uint32_t>(shared), static_cast<uint32_t>(c.pool.size()),
-                        static_cast<uint32_t>(ids_.size() - shared)});
-      c.pool.insert(c.pool.end(), ids_.begin() + static_cast<std::ptrdiff_t>(shared), ids_.end());
-      prev_.swap(ids_);
+      append_request(c, {r.t, r.in, r.out, r.seq}, file_ns);
     }
+    finish(f, c);
+  }
+
+  // The next request of c in time order, its ids (namespaced) in ids_: the
+  // unknown tail gets its own id, then the ids are delta-encoded against
+  // the request before.
+  void append_request(Conversation& c, ConvRequest r, uint64_t file_ns) {
+    const int64_t full = r.in / c.block_size;
+    if (static_cast<int64_t>(ids_.size()) == full && r.in % c.block_size != 0)
+      ids_.push_back(kTailBit | file_ns | r.seq);  // the unknown tail: unique
+    size_t shared = 0;
+    while (shared < ids_.size() && shared < prev_.size() && ids_[shared] == prev_[shared]) ++shared;
+    r.shared = static_cast<uint32_t>(shared);
+    r.begin = static_cast<uint32_t>(c.pool.size());
+    r.count = static_cast<uint32_t>(ids_.size() - shared);
+    c.reqs.push_back(r);
+    c.pool.insert(c.pool.end(), ids_.begin() + static_cast<std::ptrdiff_t>(shared), ids_.end());
+    prev_.swap(ids_);
+  }
+  void finish(const JsonFields& f, Conversation& c) {
     if (c.pool.size() >= (1ULL << 32)) f.fail("conversation too large (over 2^32 distinct ids)");
     c.pool.shrink_to_fit();
+  }
+
+  // The plain conversation through the scanner (kvcache_scan.h); false for
+  // one it declines or whose fields fail a check, which the DOM path then
+  // reads and reports as ever.
+  bool parse_fast(const ConversationSource& where, size_t len, uint32_t k, Conversation& c) {
+    static_assert(json_scan::kScanPadding <= simdjson::SIMDJSON_PADDING);
+    if (!scan_kvcache_conversation(std::string_view(buf_.data(), len), scan_)) return false;
+    const KvScanConversation& sc = scan_;
+    if (opts_.trace_block_size > 0 && sc.has_block_size && sc.block_size != opts_.trace_block_size) return false;
+    const int64_t bs = sc.has_block_size ? sc.block_size : opts_.trace_block_size > 0 ? opts_.trace_block_size : 64;
+    const uint64_t limit = sc.global ? kTailBit : (1ULL << kFileShift);
+    fast_.clear();
+    uint32_t seq = 0;
+    for (const KvScanRequest& r : sc.requests) {
+      const int64_t n = r.num_ids, full = r.in / bs, all = (r.in + bs - 1) / bs;
+      if (n != full && n != all) return false;
+      for (uint32_t i = 0; i < r.num_ids; ++i)
+        if (sc.ids[r.first_id + i] >= limit) return false;
+      fast_.push_back({static_cast<TimeNs>(std::llround(r.t * 1e9)), seq++, &r});
+    }
+    c.id = sc.has_id ? std::string(sc.id) : where.default_id();
+    c.block_size = static_cast<int32_t>(bs);
+    const auto earlier = [](const FastRequest& a, const FastRequest& b) { return a.t < b.t; };
+    if (!std::is_sorted(fast_.begin(), fast_.end(), earlier)) std::stable_sort(fast_.begin(), fast_.end(), earlier);
+    const uint64_t file_ns = static_cast<uint64_t>(k + 1) << kFileShift;
+    prev_.clear();
+    for (const FastRequest& q : fast_) {
+      const auto first = sc.ids.begin() + q.r->first_id;
+      ids_.assign(first, first + q.r->num_ids);
+      if (!sc.global)
+        for (uint64_t& id : ids_) id |= file_ns;
+      append_request(c, {q.t, q.r->in, q.r->out, q.seq}, file_ns);
+    }
+    finish(JsonFields(where.name, where.line), c);
+    return true;
   }
 
   // The earliest "t" among the objects of `arr` (their own; not nested
@@ -589,6 +645,13 @@ class KvCacheTesterSource final : public RequestSource {
   simdjson::dom::parser parser_;
   std::string buf_;  // the file being parsed
   std::vector<RawRequest> raw_;
+  struct FastRequest {
+    TimeNs t;
+    uint32_t seq;
+    const KvScanRequest* r;
+  };
+  KvScanConversation scan_;  // the fast path's
+  std::vector<FastRequest> fast_;
   std::vector<uint64_t> ids_, prev_;
   std::vector<std::unique_ptr<Conversation>> convs_;  // by load order; null once finished
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> heap_;  // one per live conversation
