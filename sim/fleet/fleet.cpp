@@ -106,15 +106,16 @@ FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* 
                       int32_t block_size, TimeNs kv_lag, RouterViewStats* stats, TimeNs scrape) {
   if (scrape < 0) throw InternalError("fleet: negative load sample period");
   LaggedIndices lagged(replicas, loop, kv_lag);
-  EngineFleetView view(replicas, loop, lagged.get(), scrape > 0);
+  const bool sampled = scrape > 0 && router.reads_scraped_load();
+  EngineFleetView view(replicas, loop, lagged.get(), sampled);
   const bool wants_blocks = router.needs_prompt_blocks();
   const bool tally = stats && wants_blocks && kv_lag > 0;
-  const bool tally_load = stats && scrape > 0;
+  const bool tally_load = stats && sampled;
   // The sample at each multiple of `scrape`: taken before the first event
   // at or after it, when the replicas are as they were at that instant.
   TimeNs next_sample = 0;
   BeforeEventFn before_event;
-  if (scrape > 0)
+  if (sampled)
     before_event = [&](TimeNs t) {
       if (t < next_sample) return;
       view.sample();

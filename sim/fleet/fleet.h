@@ -26,6 +26,8 @@ namespace prefixsim {
 // tokens, active blocks) as sampled at the last multiple of `scrape` on the
 // clock, as llm-d's scheduler reads vLLM's /metrics every 50 ms by default
 // (`refreshMetricsInterval`): requests it routed since then are not in it.
+// Only a router that reads scraped metrics does (Router::reads_scraped_load);
+// one that counts its own dispatches reads the load as it is.
 // `stats`, when given, receives what the router believed against the truth
 // at each decision (the prefix under a lag, when it reads prompt blocks;
 // the chosen replica's load under sampling).

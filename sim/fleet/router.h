@@ -62,6 +62,12 @@ class Router {
   // The replica (0 .. fleet.size() - 1) that takes q.request.
   virtual uint32_t route(const RouteQuery& q, const FleetView& fleet) = 0;
   virtual bool needs_prompt_blocks() const { return false; }
+  // Whether the router this one models reads the replicas' load from their
+  // scraped metrics (vLLM's /metrics: llm-d's scorers, a metrics-driven
+  // least-loaded balancer) rather than counting its own dispatches and
+  // completions (SGLang's and Dynamo's routers): only such a router reads
+  // the load sampled every --router-scrape-ms (fleet.h).
+  virtual bool reads_scraped_load() const { return false; }
 };
 
 struct RouterContext {

@@ -35,7 +35,8 @@
 // llm-d seeds from the clock), random (uniform), weighted-random (chance
 // proportional to the total; uniform when every total is 0).
 //
-// Differences: metrics are read now, not from the last 50 ms scrape; no
+// Differences: metrics are read now, unless --router-scrape-ms samples them
+// as the EPP's refreshMetricsInterval (50 ms) does; no
 // filters or saturation detector (every pod is a candidate, nothing shed);
 // one KV tier (GPU, weight 1.0), so the CPU tier's 0.8 weight never applies.
 #include <algorithm>
@@ -79,6 +80,7 @@ class LlmDRouter final : public Router {
     }
   }
   bool needs_prompt_blocks() const override { return p_.precise > 0 || p_.prefix > 0; }
+  bool reads_scraped_load() const override { return true; }
 
   uint32_t route(const RouteQuery& q, const FleetView& fleet) override {
     const uint32_t n = fleet.size();

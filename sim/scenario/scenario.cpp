@@ -121,8 +121,8 @@ const std::vector<ScenarioOption>& scenario_options() {
        "with --replicas: the replicas' KV events (block stored / removed) reach a prefix-aware router this many ms "
        "late, as llm-d's and Dynamo's do; 0 (default): it reads the caches as they are"},
       {"router-scrape-ms", "router_scrape_ms", &Scenario::router_scrape_ms, Echo::if_changed, kAll,
-       "with --replicas: the router reads the replicas' load (queue, running, KV usage) as sampled every this many "
-       "ms, as llm-d's scheduler scrapes vLLM's metrics (50 ms by default there); 0 (default): live"},
+       "with --replicas: a router that reads the replicas' load from their metrics (llm-d, least-loaded) reads it as "
+       "sampled every this many ms, as llm-d's scheduler scrapes vLLM's (50 ms by default there); 0 (default): live"},
       {"model", "model", &Scenario::model, Echo::value, kAll,
        "model from the catalog (default llama-3.1-8b; see prefixsim catalog)"},
       {"gpu", "gpu", &Scenario::gpu, Echo::value, kAll, "GPU from the catalog (default h100-sxm-80gb)"},

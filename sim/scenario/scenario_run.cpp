@@ -199,7 +199,7 @@ TimeNs Fleet::router_scrape() const { return static_cast<TimeNs>(std::llround(ro
 
 std::optional<RouterViewReport> Fleet::router_view_report() const {
   const bool kv = router_kv_lag() > 0 && router->needs_prompt_blocks();
-  const bool load = router_scrape() > 0;
+  const bool load = router_scrape() > 0 && router->reads_scraped_load();
   if (engines.size() < 2 || !(kv || load)) return std::nullopt;
   const RouterViewStats& v = router_view;
   RouterViewReport r;

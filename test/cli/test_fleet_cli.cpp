@@ -132,6 +132,18 @@ TEST_CASE("a router reading load sampled every period sees less than is there; p
   // A stale queue spreads requests worse: the busiest replica takes more.
   CHECK(rep["fleet"]["imbalance"]["requests"].get<double>() >
         json_of(dir + "/plain/report.json")["fleet"]["imbalance"]["requests"].get<double>());
+  // Dynamo's router counts its own dispatches: a scrape period changes nothing for it.
+  std::vector<std::string> own = {"replay", "--replicas", "4", "--router", "kv-aware", "--workload", "multi-turn",
+                                  "--requests", "200", "--rate", "40", "--quiet"};
+  auto own_at = [&](const std::string& out, const std::string& ms) {
+    std::vector<std::string> a = own;
+    a.insert(a.end(), {"--router-scrape-ms", ms, "--out", dir + "/" + out});
+    return run_cli(a);
+  };
+  REQUIRE(own_at("own0", "0").rc == 0);
+  REQUIRE(own_at("own1000", "1000").rc == 0);
+  CHECK_FALSE(json_of(dir + "/own1000/report.json")["fleet"].contains("router_view"));
+  CHECK(json_of(dir + "/own0/report.json")["latency_ms"] == json_of(dir + "/own1000/report.json")["latency_ms"]);
 }
 
 TEST_CASE("fleet misuse is exit 2 naming the flag", "[cli][fleet]") {
