@@ -127,6 +127,9 @@ TraceInput read_trace(const Scenario& scen, const ResolvedScenario& resolved, bo
     in.trace = prepass(*src, scen.block_size, need_future, in.ctx);
   }
   if (in.trace.size() == 0) throw InputError(scen.trace + ": the trace has no requests");
+  if (in.trace.warmup == in.trace.size())
+    throw InputError(std::string(scen.warmup ? "--warmup" : "--warmup-seconds") + ": the warm-up covers all " +
+                     std::to_string(in.trace.size()) + " requests of the trace; none is left to count");
   return in;
 }
 

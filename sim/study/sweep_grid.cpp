@@ -30,8 +30,6 @@ const std::map<std::string, std::string>& refused_keys() {
   static const std::map<std::string, std::string> m = {
       {"out", "the output folder is sweep's --out, not a scenario setting"},
       {"check_invariants", "a debugging switch, not a scenario setting (sweep --check-invariants)"},
-      {"warmup", "sweep reports every request; warm-up is replay's (not supported per point yet)"},
-      {"warmup_seconds", "sweep reports every request; warm-up is replay's (not supported per point yet)"},
       {"series_interval_s", "sweep writes no time series"},
   };
   return m;

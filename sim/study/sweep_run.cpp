@@ -12,8 +12,9 @@ namespace {
 
 // The settings that decide a point's requests: points that agree on them
 // share one parsed input.
-const char* const kInputKeys[] = {"trace",     "workload", "requests", "rate", "time_scale",
-                                  "seed",      "format",   "trace_block_size", "conversation_rate", "sort"};
+const char* const kInputKeys[] = {"trace",  "workload",         "requests",          "rate",
+                                  "time_scale", "seed",          "format",            "trace_block_size",
+                                  "conversation_rate", "sort",   "warmup",            "warmup_seconds"};
 // ... and those resolve_scenario reads (catalogs, profile, load).
 const char* const kResolveKeys[] = {"model", "gpu", "tp", "profile", "model_file", "gpu_file"};
 
@@ -55,6 +56,10 @@ SweepRunner::SweepRunner(const Grid& grid, const std::vector<GridPoint>& points,
       Request r;
       while (src->next(r)) input->requests.push_back(r);
       if (input->requests.empty()) point_error(grid, p, s.trace.empty() ? "requests" : "trace", "no requests");
+      if (input->requests.back().warmup)  // warm-up requests come first: the last one warm means all are
+        point_error(grid, p, s.warmup ? "warmup" : "warmup_seconds",
+                    "the warm-up covers all " + std::to_string(input->requests.size()) +
+                        " requests; none is left to count");
     }
     prep.input = input.get();
     prep.ctx.block_size = s.block_size;

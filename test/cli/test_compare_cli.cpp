@@ -107,6 +107,42 @@ TEST_CASE("compare in engine mode adds TTFT percentiles and writes compare.html"
   REQUIRE(read_file(outs[0] + "/compare.html").find("<canvas") != std::string::npos);
 }
 
+TEST_CASE("compare --warmup leaves the warm-up requests out as replay --warmup does, in both modes",
+          "[compare][cli][warmup]") {
+  const std::string dir = temp_dir("compare_warmup");
+  const std::string trace = write_trace(dir);
+  const std::vector<std::string> common = {"--kv-blocks", "60", "--block-size", "16", "--trace-block-size", "16",
+                                           "--warmup", "40", "--quiet"};
+  for (const char* mode : {"cache", "engine"}) {
+    INFO(mode);
+    std::vector<std::string> cmp = {"compare", trace, "--policies", "lru,fifo", "--mode", mode, "--out",
+                                    dir + "/c-" + mode};
+    cmp.insert(cmp.end(), common.begin(), common.end());
+    const auto c = run_cli(cmp);
+    INFO(c.err);
+    REQUIRE(c.rc == 0);
+    const auto j = nlohmann::json::parse(read_file(dir + "/c-" + mode + "/compare.json"));
+    for (const auto& row : j["results"]) {
+      const std::string policy = row["policy"];
+      std::vector<std::string> rep = {"replay", trace, "--policy", policy, "--mode", mode, "--out",
+                                      dir + "/r-" + mode + policy};
+      rep.insert(rep.end(), common.begin(), common.end());
+      REQUIRE(run_cli(rep).rc == 0);
+      const auto r = nlohmann::json::parse(read_file(dir + "/r-" + mode + policy + "/report.json"));
+      INFO(policy);
+      CHECK(row["requests"] == 80);  // 120 requests, 40 of them warm-up
+      CHECK(row["hit_rate"] == r["prefix_cache"]["hit_rate"]);
+      if (std::string(mode) == "engine") CHECK(row["ttft_p99_ms"] == r["latency_ms"]["ttft"]["p99"]);
+    }
+  }
+  const auto all = run_cli({"compare", trace, "--policies", "lru", "--kv-blocks", "60", "--trace-block-size", "16",
+                            "--warmup", "500", "--out", dir + "/all"});
+  INFO(all.err);
+  CHECK(all.rc == 2);
+  CHECK(all.err.find("--warmup: the warm-up covers all 120 requests") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/all/compare.json"));
+}
+
 TEST_CASE("compare rejects bad usage with a one-line message and exit 2", "[compare][cli]") {
   const std::string dir = temp_dir("compare_bad");
   const std::string trace = write_trace(dir);

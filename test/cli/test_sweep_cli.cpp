@@ -29,6 +29,14 @@ CliResult sweep(const std::string& grid, const std::string& out, std::vector<std
   return run_cli(a);
 }
 
+// Sweeps `grid` into dir/out, which must succeed; sweep.json's rows.
+json sweep_rows(const std::string& grid, const std::string& dir) {
+  auto r = sweep(grid, dir + "/out");
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  return json::parse(read_file(dir + "/out/sweep.json"))["results"];
+}
+
 }  // namespace
 
 TEST_CASE("sweep expands lists, ranges and zip groups into their product, the last axis fastest", "[cli][sweep]") {
@@ -77,10 +85,7 @@ TEST_CASE("a sweep point gives what replay gives with the same settings", "[cli]
                                            "base:\n  trace: " + trace + "\n  kv_blocks: 300\n"
                                            "axes:\n  replicas: [1, 3]\n  router: [round-robin, prefix]\n"
                                            "  max_num_batched_tokens: [2048]\n");
-  auto r = sweep(grid, dir + "/out");
-  INFO(r.err);
-  REQUIRE(r.rc == 0);
-  const json rows = json::parse(read_file(dir + "/out/sweep.json"))["results"];
+  const json rows = sweep_rows(grid, dir);
   REQUIRE(rows.size() == 4);
   for (const json& row : rows) {
     const std::string n = std::to_string(row["params"]["replicas"].get<int>());
@@ -98,6 +103,29 @@ TEST_CASE("a sweep point gives what replay gives with the same settings", "[cli]
   }
   CHECK(rows[2]["imbalance"].is_number());  // a fleet of 3
   CHECK(rows[0]["imbalance"].is_null());
+}
+
+TEST_CASE("a warm-up is a sweep axis: each point leaves its warm-up requests out as replay does", "[cli][sweep]") {
+  const std::string dir = temp_dir("sweep-warmup");
+  const std::string trace = trace_in(dir);
+  const std::string grid = write_text_file(dir, "grid.yaml",
+                                           "base:\n  trace: " + trace + "\n  kv_blocks: 300\n"
+                                           "axes:\n  warmup: [0, 20]\n  mode: [cache, engine]\n");
+  const json rows = sweep_rows(grid, dir);
+  REQUIRE(rows.size() == 4);
+  for (const json& row : rows) {
+    const std::string w = std::to_string(row["params"]["warmup"].get<int>());
+    const std::string mode = row["params"]["mode"];
+    auto rep = run_cli({"replay", trace, "--kv-blocks", "300", "--warmup", w, "--mode", mode, "--quiet", "--out",
+                        dir + "/r" + w + mode});
+    INFO(rep.err);
+    REQUIRE(rep.rc == 0);
+    const json report = json::parse(read_file(dir + "/r" + w + mode + "/report.json"));
+    INFO(row.dump());
+    CHECK(report["prefix_cache"]["hit_rate"] == row["hit_rate"]);
+    CHECK(report["trace"]["requests"] == row["requests"]);
+  }
+  CHECK(rows[0]["hit_rate"] != rows[2]["hit_rate"]);  // the warm-up changes the figure
 }
 
 TEST_CASE("sweep --resume keeps the points already done and writes what a fresh sweep writes", "[cli][sweep]") {
