@@ -229,21 +229,28 @@ if (S.hit_with_tiers_pct) {
 }
 )JS";
 
+// A curve per policy against capacity; past the palette's 20 colours the
+// curves are dashed, so no two of up to 40 look the same.
 constexpr const char* kCompareCharts = R"JS(
-var policies = Object.keys(D.curves);
-var caps = [];
-policies.forEach(function (p) { D.curves[p].forEach(function (pt) { caps.push(pt.x); }); });
-var logX = caps.length > 1 && Math.min.apply(null, caps) > 0 && Math.max.apply(null, caps) / Math.min.apply(null, caps) > 20;
-charts.push(new Chart(document.getElementById('chart-compare'), {
-  type: 'line',
-  data: {datasets: policies.map(function (p, i) {
-    return {label: p, data: D.curves[p], borderColor: COLORS[i % COLORS.length],
-            backgroundColor: COLORS[i % COLORS.length], pointRadius: 3, borderWidth: 2};
-  })},
-  options: {parsing: false,
-    scales: {x: {type: logX ? 'logarithmic' : 'linear', title: {display: true, text: 'KV cache capacity (tokens)'}},
-             y: {min: 0, max: 100, title: {display: true, text: 'prefix-cache hit rate (%)'}}}}
-}));
+function drawCurves(id, curves, yLabel, yMax) {
+  var policies = Object.keys(curves);
+  var caps = [];
+  policies.forEach(function (p) { curves[p].forEach(function (pt) { caps.push(pt.x); }); });
+  var logX = caps.length > 1 && Math.min.apply(null, caps) > 0 && Math.max.apply(null, caps) / Math.min.apply(null, caps) > 20;
+  charts.push(new Chart(document.getElementById(id), {
+    type: 'line',
+    data: {datasets: policies.map(function (p, i) {
+      return {label: p, data: curves[p], borderColor: COLORS[i % COLORS.length],
+              backgroundColor: COLORS[i % COLORS.length], borderDash: i < COLORS.length ? [] : [6, 3],
+              pointRadius: 3, borderWidth: 2};
+    })},
+    options: {parsing: false,
+      scales: {x: {type: logX ? 'logarithmic' : 'linear', title: {display: true, text: 'KV cache capacity (tokens)'}},
+               y: {min: 0, max: yMax, title: {display: true, text: yLabel}}}}
+  }));
+}
+drawCurves('chart-compare', D.curves, 'prefix-cache hit rate (%)', 100);
+if (D.ttft_curves) drawCurves('chart-ttft', D.ttft_curves, 'TTFT p99 (ms)', undefined);
 )JS";
 
 }  // namespace
@@ -284,7 +291,10 @@ std::string page_tail(const json& data, const std::string& draw_js) {
          "var D = JSON.parse(document.getElementById('report-data').textContent);\n"
          "Chart.defaults.animation = false;\n"
          "Chart.defaults.maintainAspectRatio = false;\n"
-         "var COLORS = ['#2f6fde', '#e0672b', '#1b9e77', '#a347ba', '#d4a017', '#c2185b', '#5d6d7e', '#00897b'];\n"
+         // 20 distinct colours (compare draws a curve per policy: 12 and more).
+         "var COLORS = ['#2f6fde', '#e0672b', '#1b9e77', '#a347ba', '#d4a017', '#c2185b', '#5d6d7e', '#00897b',\n"
+         "  '#e377c2', '#8c564b', '#17becf', '#bcbd22', '#ff9896', '#98df8a', '#aec7e8', '#ffbb78', '#c5b0d5',\n"
+         "  '#393b79', '#637939', '#843c39'];\n"
          "var charts = [];\n"
          // Registered first, so that the check runs even when drawing fails.
          "window.addEventListener('load', function () { setTimeout(function () { prefixsimSelfCheck(charts); }, 100); });\n"
@@ -387,6 +397,28 @@ std::string render_report_html(const RunReport& r) {
   return out;
 }
 
+namespace {
+// compare.json's hot prefixes (the same as compare.md's first table): how
+// far apart each recurring prefix's uses are, to hold against capacities.
+std::string hot_prefix_table(const json& compare_json) {
+  if (!compare_json.contains("hot_prefixes") || compare_json["hot_prefixes"].empty()) return {};
+  std::string out =
+      "<h2>Hot prefixes: reuse distance</h2>\n<p class=\"sub\">the distinct blocks touched between two uses of a "
+      "prefix, its own included (median over its reuses): a pool of at least that many usable blocks keeps it by "
+      "recency alone; beyond, only a ghost list or frequency can (compare.md holds each policy against them)</p>\n"
+      "<table><tr><th>#</th><th>prefix (last block)</th><th>tokens</th><th>reuses</th><th>median reuse distance "
+      "(blocks)</th></tr>\n";
+  size_t n = 0;
+  for (const json& h : compare_json["hot_prefixes"]) {
+    const std::string hash = h.value("hash", std::string());
+    out += "<tr><td>" + std::to_string(++n) + "</td><td><code>" + html_escape(hash.substr(0, 12)) + "</code></td><td>" +
+           h["tokens"].dump() + "</td><td>" + h["reuses"].dump() + "</td><td>" +
+           h["median_reuse_distance_blocks"].dump() + "</td></tr>\n";
+  }
+  return out + "</table>\n";
+}
+}  // namespace
+
 std::string render_compare_html(const nlohmann::json& compare_json) {
   std::string out = page_head("prefixsim compare");
   out += "<h1>prefixsim compare</h1>\n<p class=\"sub\">prefix-cache hit rate of every policy at every KV capacity</p>\n";
@@ -403,15 +435,26 @@ std::string render_compare_html(const nlohmann::json& compare_json) {
     table[policy][b] = &row;
     blocks.insert(b);
   }
-  json curves = json::object();
-  for (const auto& [policy, by_blocks] : table) {
-    json pts = json::array();
-    for (const auto& [b, row] : by_blocks) {
-      const json& hr = (*row).contains("hit_rate") ? (*row)["hit_rate"] : json(nullptr);
-      pts.push_back(json{{"x", row->value("capacity_tokens", b)}, {"y", hr.is_number() ? json(100.0 * hr.get<double>()) : json(nullptr)}});
+  // A figure of every row as curves: policy -> [{x: capacity, y}].
+  const auto curves_of = [&](const char* key, double scale) {
+    json curves = json::object();
+    for (const auto& [policy, by_blocks] : table) {
+      json pts = json::array();
+      for (const auto& [b, row] : by_blocks) {
+        const json& v = (*row).contains(key) ? (*row)[key] : json(nullptr);
+        pts.push_back(json{{"x", row->value("capacity_tokens", b)},
+                           {"y", v.is_number() ? json(scale * v.get<double>()) : json(nullptr)}});
+      }
+      curves[policy] = pts;
     }
-    curves[policy] = pts;
-  }
+    return curves;
+  };
+  const json curves = curves_of("hit_rate", 100.0);
+  const bool engine = std::any_of(results.begin(), results.end(),
+                                  [](const json& r) { return r.contains("ttft_p99_ms") && r["ttft_p99_ms"].is_number(); });
+  if (engine)
+    out += "<h2>TTFT p99 vs capacity</h2>\n<p class=\"sub\">engine mode: the 99th percentile of time to first token, "
+           "ms</p>\n<div class=\"chart\"><canvas id=\"chart-ttft\"></canvas></div>\n";
   out += "<h2>Policy x capacity: hit rate</h2>\n<table>\n<tr><th>policy \\ KV blocks</th>";
   for (uint64_t b : blocks) out += "<th>" + std::to_string(b) + "</th>";
   out += "</tr>\n";
@@ -439,10 +482,13 @@ std::string render_compare_html(const nlohmann::json& compare_json) {
     out += "</tr>\n";
   }
   out += "</table>\n<p class=\"note\">Bold: the best policy at that capacity.</p>\n";
+  out += hot_prefix_table(compare_json);
   if (compare_json.contains("scenario"))
     out += "<h2>Scenario (resolved configuration)</h2>\n<pre id=\"scenario\">" +
            html_escape(compare_json["scenario"].dump(2)) + "</pre>\n";
-  out += page_tail(json{{"curves", curves}}, kCompareCharts);
+  json data{{"curves", curves}};
+  if (engine) data["ttft_curves"] = curves_of("ttft_p99_ms", 1.0);
+  out += page_tail(data, kCompareCharts);
   return out;
 }
 

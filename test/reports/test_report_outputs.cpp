@@ -2,6 +2,7 @@
 // accumulator, report.json's contract and determinism, series.csv and
 // metrics.prom.
 #include <catch2/catch.hpp>
+#include <set>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -190,6 +191,32 @@ TEST_CASE("report.html is self-contained and keeps user data from closing its sc
   const std::string c = render_compare_html(cmp);
   CHECK(c.find("<td class=\"best\">35.00 %") != std::string::npos);
   CHECK(c.find("<td>30.00 %") != std::string::npos);
+  CHECK(c.find("<canvas id=\"chart-ttft\">") == std::string::npos);  // cache mode: no latency
+}
+
+TEST_CASE("compare.html tells 12 policies apart, draws engine mode's TTFT and lists the hot prefixes",
+          "[reports][html][compare]") {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int p = 0; p < 12; ++p)
+    for (int b : {100, 200})
+      rows.push_back({{"policy", "p" + std::to_string(p)}, {"kv_blocks", b}, {"capacity_tokens", 16 * b},
+                      {"hit_rate", 0.01 * (p + b / 100)}, {"ttft_p99_ms", 100.0 + p}});
+  const nlohmann::json cmp{{"results", rows},
+                           {"hot_prefixes",
+                            {{{"hash", "0123456789abcdef"}, {"blocks", 4}, {"tokens", 64}, {"reuses", 9},
+                              {"median_reuse_distance_blocks", 150}}}}};
+  const std::string c = render_compare_html(cmp);
+  // The palette: at least 12 distinct colours, so no two of the 12 curves share one.
+  const size_t at = c.find("var COLORS = [");
+  REQUIRE(at != std::string::npos);
+  const std::string palette = c.substr(at, c.find("];", at) - at);
+  std::set<std::string> colours;
+  for (size_t q = palette.find('#'); q != std::string::npos; q = palette.find('#', q + 1))
+    colours.insert(palette.substr(q, 7));
+  CHECK(colours.size() >= 12);
+  CHECK(c.find("<canvas id=\"chart-ttft\">") != std::string::npos);
+  CHECK(c.find("\"ttft_curves\"") != std::string::npos);
+  CHECK(c.find("<code>0123456789ab</code></td><td>64</td><td>9</td><td>150</td>") != std::string::npos);
 }
 
 TEST_CASE("durations print in ms, s, min or h, whichever keeps them readable", "[reports][text]") {
