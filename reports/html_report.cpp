@@ -169,10 +169,20 @@ function lineChart(id, datasets, yTitle, yOpts, xOpts) {
   }));
 }
 var S = D.series;
+// KV usage on its own axis (right): a pool that never fills reads as a
+// line, not as the floor of the hit rate's 0-100 % axis.
 lineChart('chart-hit-kv', [
-  {label: 'prefix-cache hit rate (%)', data: xy(S.start, S.hit_rate_pct), borderColor: COLORS[0], backgroundColor: COLORS[0]},
-  {label: 'KV cache usage (%)', data: xy(S.start, S.kv_usage_pct), borderColor: COLORS[1], backgroundColor: COLORS[1]}
-], 'percent', {min: 0, max: 100});
+  {label: 'prefix-cache hit rate (%, left)', data: xy(S.start, S.hit_rate_pct), borderColor: COLORS[0],
+   backgroundColor: COLORS[0], yAxisID: 'y'},
+  {label: 'KV cache usage (%, right)', data: xy(S.start, S.kv_usage_pct), borderColor: COLORS[1],
+   backgroundColor: COLORS[1], yAxisID: 'y2'}
+], 'hit rate (%)', {min: 0, max: 100});
+var hk = charts.length ? charts[charts.length - 1] : null;
+if (hk && hk.canvas.id === 'chart-hit-kv') {
+  hk.options.scales.y2 = {position: 'right', min: 0, suggestedMax: 1, grid: {drawOnChartArea: false},
+                          title: {display: true, text: 'KV cache usage (%)'}};
+  hk.update();
+}
 if (D.ttft_cdf.length) {
   var cdf = D.ttft_cdf.map(function (p) { return {x: p[0], y: 100 * p[1]}; });
   var marks = ['p50', 'p90', 'p95', 'p99'].map(function (k) {
@@ -305,17 +315,60 @@ std::string page_tail(const json& data, const std::string& draw_js) {
   return out;
 }
 
+namespace {
+// The setup a planner reads first: model on GPU at TP, the fleet and its
+// router, the policy, the KV tiers (from the resolved scenario).
+std::string setup_line(const RunReport& r) {
+  const json& s = r.scenario;
+  const auto text = [&](const char* k) { return s.contains(k) && s[k].is_string() ? s[k].get<std::string>() : ""; };
+  std::string line = html_escape(text("model")) + " on " + html_escape(text("gpu"));
+  if (s.contains("tp") && s["tp"].is_number()) line += ", TP " + s["tp"].dump();
+  if (!r.replicas.empty())
+    line += " &middot; " + std::to_string(r.replicas.size()) + " replicas behind " + html_escape(text("router"));
+  const std::string policy = text("policy_resolved").empty() ? text("policy") : text("policy_resolved");
+  if (!policy.empty()) line += " &middot; policy " + html_escape(policy);
+  if (!r.tiers.empty()) {
+    line += " &middot; tiers";
+    for (const TierReport& t : r.tiers) line += " " + html_escape(t.name);
+  }
+  return line;
+}
+
+// The scenario as a table: scalars as they are, lists and objects compact.
+std::string scenario_table(const json& s) {
+  std::string out = "<table id=\"scenario\"><tr><th>setting</th><th>value</th></tr>\n";
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    const json& v = it.value();
+    const std::string shown = v.is_string() ? html_escape(v.get<std::string>())
+                              : v.is_null() ? std::string("&mdash;")
+                              : v.is_structured() ? "<code>" + html_escape(v.dump()) + "</code>"
+                                                  : html_escape(v.dump());
+    out += "<tr><td>" + html_escape(it.key()) + "</td><td>" + shown + "</td></tr>\n";
+  }
+  return out + "</table>\n";
+}
+}  // namespace
+
 std::string render_report_html(const RunReport& r) {
   std::string out = page_head("prefixsim report");
   const std::string trace = r.trace.path.empty() ? "built-in workload" : r.trace.path;
-  out += "<h1>prefixsim report</h1>\n<p class=\"sub\">" + html_escape(trace) + " (" + html_escape(r.trace.format) +
-         ") &middot; " + std::to_string(r.trace.requests) + " requests &middot; mode " + html_escape(r.mode) +
-         " &middot; " + html_escape(r.tool_name + " " + r.tool_version) + "</p>\n<div class=\"cards\">\n";
+  out += "<h1>prefixsim report: " + setup_line(r) + "</h1>\n<p class=\"sub\">" + html_escape(trace) + " (" +
+         html_escape(r.trace.format) + ") &middot; " + std::to_string(r.trace.requests) + " requests &middot; mode " +
+         html_escape(r.mode) + " &middot; " + html_escape(r.tool_name + " " + r.tool_version) +
+         "</p>\n<div class=\"cards\">\n";
   card(out, pct(r.prefix_cache.hit_rate), "prefix-cache hit rate (tokens)");
   card(out, pct(r.prefix_cache.block_hit_rate), "block hit rate");
   card(out, pct(r.prefix_cache.ideal_hit_rate), "ideal hit rate (infinite cache)");
-  card(out, std::to_string(r.kv_cache.num_blocks) + " x " + std::to_string(r.kv_cache.block_size),
-       "KV blocks x tokens per block");
+  // The pool in the units a planner sizes it in: bytes and tokens, blocks beside.
+  const std::string blocks =
+      std::to_string(r.kv_cache.num_blocks) + " blocks of " + std::to_string(r.kv_cache.block_size) + " tokens";
+  if (r.kv_cache.bytes_per_block > 0)
+    card(out,
+         num("%.1f GiB", static_cast<double>(r.kv_cache.num_blocks) * static_cast<double>(r.kv_cache.bytes_per_block) /
+                             (1024.0 * 1024.0 * 1024.0)),
+         "KV cache: " + std::to_string(r.kv_cache.capacity_tokens) + " tokens (" + blocks + ")");
+  else
+    card(out, std::to_string(r.kv_cache.capacity_tokens) + " tokens", "KV cache (" + blocks + ")");
   if (r.timed) {
     card(out, num("%.1f ms", r.timed->latency_ms.ttft.p50), "TTFT p50");
     card(out, num("%.1f ms", r.timed->latency_ms.ttft.p99), "TTFT p99");
@@ -388,8 +441,8 @@ std::string render_report_html(const RunReport& r) {
                                                                 std::to_string(l.preempted_queries) + " / " +
                                                                 std::to_string(l.preempted_hits));
   tr("KV capacity (tokens)", std::to_string(r.kv_cache.capacity_tokens));
-  out += "</table>\n<h2>Scenario (resolved configuration)</h2>\n<pre id=\"scenario\">" +
-         html_escape(r.scenario.dump(2)) + "</pre>\n";
+  out += "</table>\n<h2>Scenario (resolved configuration; report.json has it whole)</h2>\n" +
+         scenario_table(r.scenario);
   std::string charts = kRunCharts;
   if (!r.replicas.empty()) charts += kFleetCharts;
   if (!r.tiers.empty()) charts += kTierCharts;

@@ -219,6 +219,26 @@ TEST_CASE("compare.html tells 12 policies apart, draws engine mode's TTFT and li
   CHECK(c.find("<code>0123456789ab</code></td><td>64</td><td>9</td><td>150</td>") != std::string::npos);
 }
 
+TEST_CASE("report.html opens on the setup, the pool in GiB and tokens, and the scenario as a table",
+          "[reports][html]") {
+  RunReport r = test::sample_run_report();
+  r.scenario["tp"] = 2;
+  r.kv_cache.num_blocks = 1024;
+  r.kv_cache.block_size = 16;
+  r.kv_cache.capacity_tokens = 16384;
+  r.kv_cache.bytes_per_block = 2 * 1024 * 1024;  // 2 MiB a block: 2 GiB in all
+  const std::string html = render_report_html(r);
+  CHECK(html.find("<h1>prefixsim report: llama-3.1-8b on h100-sxm-80gb, TP 2 &middot; policy lru") !=
+        std::string::npos);
+  CHECK(html.find("<div class=\"v\">2.0 GiB</div><div class=\"k\">KV cache: 16384 tokens (1024 blocks of 16 "
+                  "tokens)</div>") != std::string::npos);
+  CHECK(html.find("<table id=\"scenario\">") != std::string::npos);
+  CHECK(html.find("<tr><td>gpu</td><td>h100-sxm-80gb</td></tr>") != std::string::npos);
+  CHECK(html.find("yAxisID: 'y2'") != std::string::npos);  // KV usage on its own axis
+  r.kv_cache.bytes_per_block = 0;                          // sized in tokens, no model bytes
+  CHECK(render_report_html(r).find("<div class=\"v\">16384 tokens</div>") != std::string::npos);
+}
+
 TEST_CASE("durations print in ms, s, min or h, whichever keeps them readable", "[reports][text]") {
   CHECK(duration_text(7.655) == "7.66 ms");
   CHECK(duration_text(9999.0) == "9999.00 ms");
