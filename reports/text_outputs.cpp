@@ -269,7 +269,12 @@ std::string render_terminal_summary(const RunReport& r) {
            r.scenario.value("router", std::string("?")) + ", load imbalance (max/mean requests) " +
            fmt("%.2f", r.imbalance.requests) + "\n";
   out += "  prefix-cache hit rate " + pct(r.prefix_cache.hit_rate) + " (block " + pct(r.prefix_cache.block_hit_rate) +
-         "), " + std::to_string(r.prefix_cache.evictions) + " evictions\n";
+         "), " + std::to_string(r.prefix_cache.evictions) + " evictions";
+  // Against what an unbounded cache would hit: the gap is what the pool's
+  // size and the policy cost.
+  if (std::isfinite(r.prefix_cache.ideal_hit_rate) && std::isfinite(r.prefix_cache.hit_rate))
+    out += "; an unbounded cache would hit " + pct(r.prefix_cache.ideal_hit_rate);
+  out += "\n";
   if (!r.tiers.empty()) out += "  with KV tiers below the GPU: hit rate " + pct(r.prefix_cache.hit_rate_with_tiers) + "\n";
   if (r.timed) {
     const TimedResults& t = *r.timed;
