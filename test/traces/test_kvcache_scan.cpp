@@ -62,7 +62,7 @@ std::string random_conversation(std::mt19937_64& rng, bool longer) {
 TEST_CASE("the kv-cache-tester scanner takes plain conversations in any key order and spacing",
           "[traces][kvcache_scan]") {
   std::mt19937_64 rng(41);
-  for (int i = 0; i < 1000; ++i) {
+  for (int i = 0; i < sanitized_share(2000); ++i) {  // 1/8 under the sanitizers
     const std::string line = random_conversation(rng, false);
     INFO(line);
     KvScanConversation conv;
@@ -108,7 +108,7 @@ TEST_CASE("what the scanner takes but the reader's checks refuse goes to simdjso
 TEST_CASE("mutated kv-cache-tester lines give the same requests or the same error either way",
           "[traces][kvcache_scan]") {
   std::mt19937_64 rng(43);
-  for (int i = 0; i < 1500; ++i) {
+  for (int i = 0; i < sanitized_share(3000); ++i) {
     std::string line = random_conversation(rng, i % 2 == 0);
     for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) line = mutate(line, rng);
     check_both_paths(kMake, line + "\n");
