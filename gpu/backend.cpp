@@ -174,6 +174,12 @@ void Backend::listen_to_pools() {
   }
 }
 
+std::shared_ptr<const std::vector<float>> Backend::copy_block(Replica& rep, BlockId b) {
+  auto data = std::make_shared<std::vector<float>>();
+  rep.runner->read_block(b, *data);
+  return data;
+}
+
 void Backend::resolve_pending(Replica& rep, const std::function<bool(const Replica::Pending&)>& which) {
   std::vector<Replica::Pending> left;
   for (const Replica::Pending& p : rep.pending) {
@@ -183,9 +189,7 @@ void Backend::resolve_pending(Replica& rep, const std::function<bool(const Repli
     }
     auto it = mirror_[p.tier].find(p.hash);
     if (it == mirror_[p.tier].end() || it->second) continue;  // evicted from the tier, or filled since
-    auto data = std::make_shared<std::vector<float>>();
-    rep.runner->read_block(p.block, *data);
-    it->second = std::move(data);
+    it->second = copy_block(rep, p.block);
   }
   rep.pending.swap(left);
 }
@@ -214,9 +218,7 @@ void Backend::on_tier_stored(const KvTier& t, const BlockHash& h, const KvTier* 
   if (it == rep.block_of.end() || it->second == kNoBlock) return;  // no GPU block holds it: the tier gets no KV
   const BlockId b = it->second;
   if (b == rep.evicting) {  // evict-mode: the block is reused by the step about to run; copy it now
-    auto data = std::make_shared<std::vector<float>>();
-    rep.runner->read_block(b, *data);
-    mirror_[&t][h] = std::move(data);
+    mirror_[&t][h] = copy_block(rep, b);
     return;
   }
   // Cached by the step about to run (or a hit, or cached after its step):

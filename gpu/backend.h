@@ -34,9 +34,8 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <unordered_map>
+#include <vector>
 
 #include "gpu/model_runner.h"
 #include "gpu/model_shape.h"
@@ -155,6 +154,8 @@ class Backend final : public TierObserver {
   friend class BackendPoolTee;
   // After replica r's step: the slots it wrote, then the pending copies.
   void after_step(uint32_t r, const PagedBatch& pb);
+  // The KV GPU block b of `rep` holds now, for a tier's mirror.
+  static std::shared_ptr<const std::vector<float>> copy_block(Replica& rep, BlockId b);
   // Copies the pending tier copies `which` selects from their blocks now.
   void resolve_pending(Replica& rep, const std::function<bool(const Replica::Pending&)>& which);
 

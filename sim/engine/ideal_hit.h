@@ -229,16 +229,11 @@ class IdealHitSource final : public RequestSource {
       const auto f = blocks_.find_or_add(x.fp, !full());
       if (!f.slot) return overflow(), hit;
       size_t have = f.existed ? 1 : 0;  // leading blocks of the entry in the set before this request
-      if (x.count > 1) {
-        if (have) {
-          const auto r = runs_.find_or_add(x.fp, false);
-          if (r.slot) have = r.slot->value;
-        }
-        if (have < x.count) {
-          const auto r = runs_.find_or_add(x.fp, !full());
-          if (!r.slot) return overflow(), hit;
-          r.slot->value = x.count;
-        }
+      if (x.count > 1) {  // one probe: no run entry means none or one block of the run was inserted
+        const auto r = runs_.find_or_add(x.fp, !full());
+        if (!r.slot) return overflow(), hit;
+        if (r.existed) have = r.slot->value;
+        if (have < x.count) r.slot->value = x.count;
       }
       if (in_prefix) {
         hit = std::min(x.first + std::min<size_t>(have, x.count), n);

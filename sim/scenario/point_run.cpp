@@ -8,6 +8,7 @@
 #include "sim/engine/engine.h"
 #include "sim/engine/vector_source.h"
 #include "sim/fleet/fleet.h"
+#include "sim/scenario/counted_requests.h"
 
 namespace prefixsim {
 namespace {
@@ -20,15 +21,7 @@ class PointObserver final : public EngineObserver {
   PointObserver(int32_t block_size, std::vector<const BlockPool*> check)
       : block_size_(block_size), check_(std::move(check)) {}
   void on_request_finished(const RequestRecord& r) override {
-    if (r.request && r.request->warmup) {
-      ++warm_finished;
-      return;
-    }
-    ++counted_finished;
-    counted_prompt += r.prompt_tokens;
-    counted_output += r.output_tokens;
-    counted_hit += r.hit_tokens;
-    counted_tier_hit += r.tier_hit_tokens;
+    if (!counted.add(r)) return;
     if (per_replica.size() <= r.replica) per_replica.resize(r.replica + 1);
     ++per_replica[r.replica];
     ttft.add(static_cast<double>(r.ttft()) / 1e9);
@@ -47,8 +40,7 @@ class PointObserver final : public EngineObserver {
   }
   LatencyAccumulator ttft{vllm_ttft_buckets()}, queue{vllm_ttft_buckets()}, e2e{vllm_ttft_buckets()};
   uint64_t queried_blocks = 0, hit_blocks = 0;
-  uint64_t warm_finished = 0, counted_finished = 0;
-  int64_t counted_prompt = 0, counted_output = 0, counted_hit = 0, counted_tier_hit = 0;
+  CountedRequests counted;
   TimeNs first_arrival = std::numeric_limits<TimeNs>::max(), last_finish = 0;
   std::vector<uint64_t> per_replica;  // finished requests
 
@@ -66,17 +58,14 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
   PointObserver obs(ctx.block_size, s.check_invariants ? pools : std::vector<const BlockPool*>{});
   fleet.set_observer(&obs);
   VectorSource src(std::span<const Request>(*in.requests), in.format);  // shared by every point
-  const EngineResult res = fleet.run(src).total;
+  const EngineResult res = obs.counted.counted(fleet.run(src).total);  // warm-up requests left out
   CacheReplayResult& r = out.cache;
-  // With a warm-up, the figures are those of the counted requests (the
-  // engine's own totals include the warm-up ones).
-  const bool warm = obs.warm_finished > 0;
-  r.requests = warm ? obs.counted_finished : res.finished;
-  r.prompt_tokens = warm ? obs.counted_prompt : static_cast<int64_t>(res.admitted_prompt_tokens);
-  r.output_tokens = warm ? obs.counted_output : static_cast<int64_t>(res.output_tokens);
-  r.hit_tokens = warm ? obs.counted_hit : static_cast<int64_t>(res.admitted_hit_tokens);
+  r.requests = res.finished;
+  r.prompt_tokens = static_cast<int64_t>(res.admitted_prompt_tokens);
+  r.output_tokens = static_cast<int64_t>(res.output_tokens);
+  r.hit_tokens = static_cast<int64_t>(res.admitted_hit_tokens);
   r.hit_rate = r.prompt_tokens ? static_cast<double>(r.hit_tokens) / static_cast<double>(r.prompt_tokens) : 0;
-  r.tier_hit_tokens = warm ? obs.counted_tier_hit : static_cast<int64_t>(res.admitted_tier_hit_tokens);
+  r.tier_hit_tokens = static_cast<int64_t>(res.admitted_tier_hit_tokens);
   r.tier_hit_blocks = static_cast<uint64_t>(r.tier_hit_tokens / ctx.block_size);
   r.queried_blocks = obs.queried_blocks;
   r.hit_blocks = obs.hit_blocks;
@@ -87,17 +76,17 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
   r.refused_requests = res.refused;
   if (s.replicas > 1) {
     obs.per_replica.resize(static_cast<size_t>(s.replicas));
-    out.imbalance = r.requests ? max_over_mean(obs.per_replica) : NAN;
+    out.imbalance = res.finished ? max_over_mean(obs.per_replica) : NAN;
   }
   out.ttft = obs.ttft.summary_ms();
   out.queue = obs.queue.summary_ms();
   out.e2e = obs.e2e.summary_ms();
   out.preemptions = res.preemptions;
   out.steps = res.steps;
-  if (r.requests && obs.last_finish > obs.first_arrival) {
+  if (res.finished && obs.last_finish > obs.first_arrival) {
     const double span_s = static_cast<double>(obs.last_finish - obs.first_arrival) / 1e9;
-    out.requests_per_s = static_cast<double>(r.requests) / span_s;
-    out.output_tokens_per_s = static_cast<double>(r.output_tokens) / span_s;
+    out.requests_per_s = static_cast<double>(res.finished) / span_s;
+    out.output_tokens_per_s = static_cast<double>(res.output_tokens) / span_s;
   }
 }
 

@@ -77,20 +77,14 @@ SeriesRow& ReplayCollector::row_at(double t_s) {
 }
 
 void ReplayCollector::on_request_finished(const RequestRecord& r) {
-  if (r.request && r.request->warmup) {  // warmed the cache; left out of every figure
-    ++warm_finished_;
+  if (!counted_.add(r)) {  // warmed the cache; left out of every figure
     ++finished_;
     return;
   }
-  counted_prompt_ += static_cast<uint64_t>(r.prompt_tokens);
-  counted_hit_ += static_cast<uint64_t>(r.hit_tokens);
-  counted_tier_hit_ += static_cast<uint64_t>(r.tier_hit_tokens);
   if (tiers_) {
     load_.add(static_cast<double>(r.loading()) / kNsPerS);
     prefill_.add(static_cast<double>(r.prefill()) / kNsPerS);
   }
-  counted_output_ += static_cast<uint64_t>(r.output_tokens);
-  ++counted_finished_;
   ttft_.add(static_cast<double>(r.ttft()) / kNsPerS);
   queue_.add(static_cast<double>(r.queueing()) / kNsPerS);
   e2e_.add(static_cast<double>(r.e2e()) / kNsPerS);
@@ -177,7 +171,8 @@ void ReplayCollector::progress(const StepRecord& s) {
   progress_.draw(text);
 }
 
-void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
+void ReplayCollector::fill(RunReport& report, const EngineResult& engine) const {
+  const EngineResult res = counted_.counted(engine);  // warm-up requests left out
   progress_.clear();
   TimedResults t;
   t.latency_ms.ttft = ttft_.summary_ms();
@@ -195,18 +190,14 @@ void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
   t.tpot_s = tpot_.prom_histogram();
   t.ttft_cdf_ms = ttft_.cdf_ms();
   t.duration_s = first_arrival_ < 0 ? 0 : static_cast<double>(last_finish_ - first_arrival_) / kNsPerS;
-  // With a warm-up, the figures are those of the counted requests (the
-  // engine's own totals include the warm-up ones).
-  const bool warm = warm_finished_ > 0;
-  const uint64_t finished = warm ? counted_finished_ : res.finished;
-  t.load.requests = finished;
+  t.load.requests = res.finished;
   t.load.arrival_span_s = first_arrival_ < 0 ? 0 : static_cast<double>(last_arrival_ - first_arrival_) / kNsPerS;
   t.load.replicas = std::max<uint64_t>(1, replicas_.size());
   t.load.derive(t.duration_s);
   if (t.duration_s > 0) {
-    t.throughput.requests_per_s = static_cast<double>(finished) / t.duration_s;
-    t.throughput.prompt_tokens_per_s = static_cast<double>(warm ? counted_prompt_ : res.prompt_tokens) / t.duration_s;
-    t.throughput.output_tokens_per_s = static_cast<double>(warm ? counted_output_ : res.output_tokens) / t.duration_s;
+    t.throughput.requests_per_s = static_cast<double>(res.finished) / t.duration_s;
+    t.throughput.prompt_tokens_per_s = static_cast<double>(res.prompt_tokens) / t.duration_s;
+    t.throughput.output_tokens_per_s = static_cast<double>(res.output_tokens) / t.duration_s;
   }
   t.engine.steps = res.steps;
   t.engine.preemptions = res.preemptions;
@@ -215,8 +206,8 @@ void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
   report.timed = std::move(t);
 
   auto& pc = report.prefix_cache;
-  pc.queried_tokens = warm ? counted_prompt_ : res.admitted_prompt_tokens;
-  pc.hit_tokens = warm ? counted_hit_ : res.admitted_hit_tokens;
+  pc.queried_tokens = res.admitted_prompt_tokens;
+  pc.hit_tokens = res.admitted_hit_tokens;
   pc.hit_rate = pc.queried_tokens ? static_cast<double>(pc.hit_tokens) / static_cast<double>(pc.queried_tokens)
                                   : kNotAvailable;
   pc.block_hit_rate =
@@ -225,7 +216,7 @@ void ReplayCollector::fill(RunReport& report, const EngineResult& res) const {
                 res.prefix_cache.hits,               res.prefix_cache.preempted_requests,
                 res.prefix_cache.preempted_queries,  res.prefix_cache.preempted_hits};
   if (tiers_) {
-    pc.tier_hit_tokens = warm ? counted_tier_hit_ : res.admitted_tier_hit_tokens;
+    pc.tier_hit_tokens = res.admitted_tier_hit_tokens;
     pc.hit_rate_with_tiers = pc.queried_tokens ? static_cast<double>(pc.hit_tokens + pc.tier_hit_tokens) /
                                                      static_cast<double>(pc.queried_tokens)
                                                : kNotAvailable;

@@ -14,6 +14,7 @@
 #include "sim/base/interrupt.h"
 #include "sim/base/progress_line.h"
 #include "sim/cost/steps_file.h"
+#include "sim/scenario/counted_requests.h"
 
 namespace prefixsim {
 
@@ -46,7 +47,7 @@ class ReplayCollector final : public EngineObserver {
   // The run has KV tiers: TTFT is also split into queue, load and prefill.
   void set_tiers(bool on) { tiers_ = on; }
   uint64_t refused() const { return refused_; }
-  uint64_t counted_output_tokens() const { return counted_output_; }  // of requests that are not warm-up
+  uint64_t counted_output_tokens() const { return counted_.output_tokens; }  // of requests that are not warm-up
   const std::string& first_refusal() const { return first_refusal_; }
 
  private:
@@ -69,14 +70,11 @@ class ReplayCollector final : public EngineObserver {
   bool tiers_ = false;
   LatencyAccumulator load_{vllm_request_latency_buckets(), kExactSamples};
   LatencyAccumulator prefill_{vllm_request_latency_buckets(), kExactSamples};
-  uint64_t counted_tier_hit_ = 0;
 
   uint64_t queried_blocks_ = 0, hit_blocks_ = 0;
   double usage_time_ = 0, busy_time_ = 0, usage_max_ = 0;
   TimeNs first_arrival_ = -1, last_arrival_ = 0, last_finish_ = 0;
-  // Requests that warmed the cache (Request::warmup), and the figures of the rest.
-  uint64_t warm_finished_ = 0, counted_finished_ = 0;
-  uint64_t counted_prompt_ = 0, counted_hit_ = 0, counted_output_ = 0;
+  CountedRequests counted_;  // the requests that are not warm-up ones
   uint64_t refused_ = 0;
   std::string first_refusal_;
   StepsWriter* steps_ = nullptr;
