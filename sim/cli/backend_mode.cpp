@@ -166,31 +166,28 @@ BackendReport backend_report(const gpu::Backend& b, const std::optional<gpu::Bac
 }
 }  // namespace
 
-ExecutorWrap backend_wrap(gpu::Backend& b) {
-  return [&b](Executor& modeled, BlockPool& pool, int32_t bs, uint32_t replica) {
+ExecutorWrap BackendHooks::wrap() {
+  return [&b = b_](Executor& modeled, BlockPool& pool, int32_t bs, uint32_t replica) {
     return b.wrap(modeled, pool, bs, replica);
   };
 }
 
-void listen_to_tiers(gpu::Backend& b, Fleet& fleet) {
+void BackendHooks::attach(Fleet& fleet) {
   if (fleet.tiers.empty()) return;
-  fleet.tiers.set_observer(&b);
-  b.listen_to_pools();
+  fleet.tiers.set_observer(&b_);
+  b_.listen_to_pools();
 }
 
-std::optional<gpu::BackendCheckResult> finish_backend(gpu::Backend& b, const Scenario& s, const ResolvedScenario& r,
-                                                      int64_t num_blocks, const PolicyContext& ctx, RunReport& report) {
-  std::optional<gpu::BackendCheckResult> check;
-  if (b.config().check_requests > 0) check = b.check();
-  report.backend = backend_report(b, check);
+void BackendHooks::finish(const PolicyContext& ctx, RunReport& report) {
+  if (b_.config().check_requests > 0) check_ = b_.check();
+  report.backend = backend_report(b_, check_);
   if (BackendReport::Shadow* shadow = report.backend->shadow ? &*report.backend->shadow : nullptr) {
-    const PointResult twin = run_scenario_point(s, r, ctx, num_blocks);
+    const PointResult twin = run_scenario_point(setup_.scenario, setup_.resolved, ctx, setup_.kv.num_blocks);
     shadow->ttft_measured_p50 = report.timed->latency_ms.ttft.p50;
     shadow->ttft_measured_p99 = report.timed->latency_ms.ttft.p99;
     shadow->ttft_modeled_p50 = twin.ttft.p50;
     shadow->ttft_modeled_p99 = twin.ttft.p99;
   }
-  return check;
 }
 
 }  // namespace prefixsim::cli

@@ -9,6 +9,7 @@
 #include "sim/cli/options.h"
 #include "sim/cost/catalog.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/replay_run.h"
 #include "sim/scenario/scenario_run.h"
 
 namespace prefixsim::cli {
@@ -19,15 +20,24 @@ void add_backend_options(po::options_description& o);
 // unknown shape, a CPU pool too large for memory.
 std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Scenario& s, const ModelSpec& model,
                                            int64_t pool_blocks);
-// The fleet's executor wrap that puts `b` in front of every replica's cost
-// model; once the fleet has its tiers, listen_to_tiers lets `b` mirror them.
-ExecutorWrap backend_wrap(gpu::Backend& b);
-void listen_to_tiers(gpu::Backend& b, Fleet& fleet);
-// After the run: the check (when asked for) and report.json's `backend`;
-// with --shadow, the scenario is replayed again with the cost model alone
-// (no backend) and its TTFT goes beside the measured run's (`report`'s own).
-// Returns the check's outcome, if it ran.
-std::optional<gpu::BackendCheckResult> finish_backend(gpu::Backend& b, const Scenario& s, const ResolvedScenario& r,
-                                                      int64_t num_blocks, const PolicyContext& ctx, RunReport& report);
+// The backend in a replay (sim/scenario/replay_run.h's hooks): in front of
+// every replica's cost model; once the fleet has its tiers, it mirrors them;
+// after the run, the check (when asked for) and report.json's `backend`; with
+// --shadow, the scenario is replayed again with the cost model alone (no
+// backend) and its TTFT goes beside the measured run's.
+class BackendHooks final : public ReplayBackendHooks {
+ public:
+  BackendHooks(gpu::Backend& b, const ReplaySetup& setup) : b_(b), setup_(setup) {}
+  ExecutorWrap wrap() override;
+  void attach(Fleet& fleet) override;
+  void finish(const PolicyContext& ctx, RunReport& report) override;
+  // The check's outcome, if it ran.
+  const std::optional<gpu::BackendCheckResult>& check() const { return check_; }
+
+ private:
+  gpu::Backend& b_;
+  const ReplaySetup& setup_;
+  std::optional<gpu::BackendCheckResult> check_;
+};
 
 }  // namespace prefixsim::cli

@@ -17,6 +17,93 @@ namespace {
 // The reference pool of the literature check: Llama-70B INT4 on one
 // H100, 45 GB of KV pool.
 constexpr int64_t kDefaultLruKvTokens = 137392;
+
+struct AnalyzeSettings {
+  AnalysisOptions ao;
+  TraceOptions to;
+  int64_t lru_tokens = 0;
+  std::unique_ptr<EvictionPolicy> lru;
+};
+
+// The flags as the analyzer's and the reader's options (exit 2 past a range).
+AnalyzeSettings analyze_settings(const po::variables_map& vm) {
+  AnalyzeSettings st;
+  AnalysisOptions& ao = st.ao;
+  TraceOptions& to = st.to;
+  ao.block_size = vm["block-size"].as<int32_t>();
+  if (ao.block_size <= 0 || ao.block_size > 65536) throw InputError("analyze: --block-size must be in 1..65536");
+  ao.top_k = vm["top"].as<size_t>();
+  ao.window_s = vm["window"].as<double>();
+  if (!(ao.window_s > 0)) throw InputError("analyze: --window must be positive");
+  const int64_t lru_tokens = st.lru_tokens = vm["lru-kv-tokens"].as<int64_t>();
+  if (lru_tokens < 0) throw InputError("analyze: --lru-kv-tokens must be >= 0");
+  if (lru_tokens > 0) {
+    ao.lru_num_blocks = lru_tokens / ao.block_size + 1;  // + the null block
+    st.lru = make_policy("lru");
+  }
+  const int64_t tier_gpu_tokens = vm["tier-gpu-tokens"].as<int64_t>();
+  if (tier_gpu_tokens < 0 || tier_gpu_tokens > (int64_t{1} << 40))
+    throw InputError("analyze: --tier-gpu-tokens must be in [0, 2^40]");
+  ao.tier_gpu_blocks = tier_gpu_tokens / ao.block_size;
+  if (tier_gpu_tokens > 0 && ao.tier_gpu_blocks == 0)
+    throw InputError("analyze: --tier-gpu-tokens must hold at least one block");
+  ao.max_distinct_blocks = vm["max-distinct-blocks"].as<uint64_t>();
+  if (ao.max_distinct_blocks < 1 || ao.max_distinct_blocks > (uint64_t{1} << 32) - 2)
+    throw InputError("analyze: --max-distinct-blocks must be in [1, 2^32 - 2] (block ids are 32-bit)");
+  to.format = vm["format"].as<std::string>();
+  to.trace_block_size = vm["trace-block-size"].as<int32_t>();
+  if (to.trace_block_size < 0) throw InputError("analyze: --trace-block-size must be >= 0");
+  to.sort = vm.count("sort") > 0;
+  return st;
+}
+
+// Refused before the trace is read: outputs that are not regular files or are the trace.
+void check_analyze_outputs(const po::variables_map& vm, const std::string& path) {
+  const std::string dir = vm["out"].as<std::string>();
+  check_output_dir(dir, "--out");
+  for (const char* name : {"/analysis.json", "/analysis.md"}) {
+    check_output_file(dir + name, "--out");
+    check_not_an_input(dir + name, "--out", {path});
+  }
+  if (vm.count("graphviz")) {
+    check_output_file(vm["graphviz"].as<std::string>(), "--graphviz");
+    check_not_an_input(vm["graphviz"].as<std::string>(), "--graphviz", {path});
+  }
+}
+
+// Reads the trace through the analyzer, writes analysis.json, analysis.md (and
+// the Graphviz file) together, and prints the headline.
+void analyze_and_write(const po::variables_map& vm, const std::string& path, AnalyzeSettings& st) {
+  const std::string dir = vm["out"].as<std::string>();
+  auto src = open_trace(path, st.to);
+  PrefixAnalyzer an(st.ao, std::move(st.lru));
+  Request r;
+  while (src->next(r)) an.add(r);
+  const TraceAnalysis a = an.finish();
+  // The three files appear together or not at all.
+  OutputSet outputs(dir, "--out");
+  outputs.add("analysis.json", analysis_json(a, path, src->format()));
+  outputs.add("analysis.md", analysis_markdown(a, path, src->format()));
+  std::unique_ptr<AtomicFile> graph;
+  if (vm.count("graphviz")) {
+    graph = std::make_unique<AtomicFile>(vm["graphviz"].as<std::string>(), "--graphviz");
+    an.write_graphviz(graph->stream());
+    outputs.add_external(*graph);
+  }
+  outputs.commit();
+  std::cout << "requests " << a.requests << ", prompt tokens " << a.prompt_tokens << ", unique blocks "
+            << a.unique_blocks << "\nideal hit rate " << 100.0 * a.ideal_hit_rate << " % (tokens), "
+            << 100.0 * a.ideal_block_hit_rate << " % (blocks)\n";
+  if (a.lru_check)
+    std::cout << "vLLM LRU hit rate with " << st.lru_tokens << " tokens of cache: " << 100.0 * a.lru_check->hit_rate
+              << " %\n";
+  std::cout << "wrote " << dir << "/analysis.json and " << dir << "/analysis.md\n";
+  if (a.requests_not_analyzed)
+    std::cerr << "prefixsim analyze: warning: only the first " << a.requests << " requests were analyzed; the next "
+              << "would pass --max-distinct-blocks " << st.ao.max_distinct_blocks << " (memory bound), so "
+              << a.requests_not_analyzed << " requests are left out (analysis.json requests_not_analyzed)\n";
+}
+
 }  // namespace
 
 int cmd_analyze(const Args& args) {
@@ -54,73 +141,9 @@ int cmd_analyze(const Args& args) {
   if (!vm.count("trace")) throw InputError("analyze: missing the trace argument (usage: prefixsim analyze TRACE)");
   const std::string path = vm["trace"].as<std::string>();
   if (!valid_utf8(path)) throw InputError("analyze: TRACE: must be valid UTF-8 (it goes into analysis.json)");
-  AnalysisOptions ao;
-  ao.block_size = vm["block-size"].as<int32_t>();
-  if (ao.block_size <= 0 || ao.block_size > 65536) throw InputError("analyze: --block-size must be in 1..65536");
-  ao.top_k = vm["top"].as<size_t>();
-  ao.window_s = vm["window"].as<double>();
-  if (!(ao.window_s > 0)) throw InputError("analyze: --window must be positive");
-  const int64_t lru_tokens = vm["lru-kv-tokens"].as<int64_t>();
-  if (lru_tokens < 0) throw InputError("analyze: --lru-kv-tokens must be >= 0");
-  std::unique_ptr<EvictionPolicy> lru;
-  if (lru_tokens > 0) {
-    ao.lru_num_blocks = lru_tokens / ao.block_size + 1;  // + the null block
-    lru = make_policy("lru");
-  }
-  const int64_t tier_gpu_tokens = vm["tier-gpu-tokens"].as<int64_t>();
-  if (tier_gpu_tokens < 0 || tier_gpu_tokens > (int64_t{1} << 40))
-    throw InputError("analyze: --tier-gpu-tokens must be in [0, 2^40]");
-  ao.tier_gpu_blocks = tier_gpu_tokens / ao.block_size;
-  if (tier_gpu_tokens > 0 && ao.tier_gpu_blocks == 0)
-    throw InputError("analyze: --tier-gpu-tokens must hold at least one block");
-  ao.max_distinct_blocks = vm["max-distinct-blocks"].as<uint64_t>();
-  if (ao.max_distinct_blocks < 1 || ao.max_distinct_blocks > (uint64_t{1} << 32) - 2)
-    throw InputError("analyze: --max-distinct-blocks must be in [1, 2^32 - 2] (block ids are 32-bit)");
-  TraceOptions to;
-  to.format = vm["format"].as<std::string>();
-  to.trace_block_size = vm["trace-block-size"].as<int32_t>();
-  if (to.trace_block_size < 0) throw InputError("analyze: --trace-block-size must be >= 0");
-  to.sort = vm.count("sort") > 0;
-
-  const std::string dir = vm["out"].as<std::string>();
-  check_output_dir(dir, "--out");
-  for (const char* name : {"/analysis.json", "/analysis.md"}) {
-    check_output_file(dir + name, "--out");
-    check_not_an_input(dir + name, "--out", {path});
-  }
-  if (vm.count("graphviz")) {
-    check_output_file(vm["graphviz"].as<std::string>(), "--graphviz");
-    check_not_an_input(vm["graphviz"].as<std::string>(), "--graphviz", {path});
-  }
-
-  auto src = open_trace(path, to);
-  PrefixAnalyzer an(ao, std::move(lru));
-  Request r;
-  while (src->next(r)) an.add(r);
-  const TraceAnalysis a = an.finish();
-
-  // The three files appear together or not at all.
-  OutputSet outputs(dir, "--out");
-  outputs.add("analysis.json", analysis_json(a, path, src->format()));
-  outputs.add("analysis.md", analysis_markdown(a, path, src->format()));
-  std::unique_ptr<AtomicFile> graph;
-  if (vm.count("graphviz")) {
-    graph = std::make_unique<AtomicFile>(vm["graphviz"].as<std::string>(), "--graphviz");
-    an.write_graphviz(graph->stream());
-    outputs.add_external(*graph);
-  }
-  outputs.commit();
-  std::cout << "requests " << a.requests << ", prompt tokens " << a.prompt_tokens << ", unique blocks "
-            << a.unique_blocks << "\nideal hit rate " << 100.0 * a.ideal_hit_rate << " % (tokens), "
-            << 100.0 * a.ideal_block_hit_rate << " % (blocks)\n";
-  if (a.lru_check)
-    std::cout << "vLLM LRU hit rate with " << lru_tokens << " tokens of cache: " << 100.0 * a.lru_check->hit_rate
-              << " %\n";
-  std::cout << "wrote " << dir << "/analysis.json and " << dir << "/analysis.md\n";
-  if (a.requests_not_analyzed)
-    std::cerr << "prefixsim analyze: warning: only the first " << a.requests << " requests were analyzed; the next "
-              << "would pass --max-distinct-blocks " << ao.max_distinct_blocks << " (memory bound), so "
-              << a.requests_not_analyzed << " requests are left out (analysis.json requests_not_analyzed)\n";
+  AnalyzeSettings st = analyze_settings(vm);
+  check_analyze_outputs(vm, path);
+  analyze_and_write(vm, path, st);
   return 0;
 }
 

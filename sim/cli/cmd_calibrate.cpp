@@ -26,6 +26,8 @@ int cmd_calibrate(const Args& args) {
       ("iterations", po::value<int>()->default_value(8), "replay-and-solve rounds at most")
       ("prior-weight", po::value<double>()->default_value(0.05),
        "pull of each term toward its starting value (0: none; a run weighs 1 per measured mean)")
+      ("robust-delta", po::value<double>()->default_value(0.25),
+       "relative error past which a residual counts linearly (Huber); small: least absolute deviations")
       ("threads", po::value<int>()->default_value(0), "worker threads (default: one per core)")
       ("quiet", "print nothing on success");
   po::positional_options_description pos;
@@ -51,6 +53,8 @@ int cmd_calibrate(const Args& args) {
   o.leave_one_out = vm.count("leave-one-out") > 0;
   o.prior_weight = vm["prior-weight"].as<double>();
   if (!(o.prior_weight >= 0 && o.prior_weight <= 100)) throw InputError("--prior-weight must be in [0, 100]");
+  o.robust_delta = vm["robust-delta"].as<double>();
+  if (!(o.robust_delta > 0 && o.robust_delta <= 10)) throw InputError("--robust-delta must be in (0, 10]");
   StepModel start;
   if (vm.count("from")) start = read_step_model(vm["from"].as<std::string>());
   std::vector<ObservedRun> runs;

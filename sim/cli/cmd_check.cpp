@@ -27,6 +27,27 @@ std::string metrics_help() {
   return s;
 }
 
+// A report checked against itself proves nothing, and an update would
+// destroy it; the files written are refused when they are not regular files
+// or are the inputs.
+void check_gate_files(const po::variables_map& vm, const std::string& report_path, const std::string& baseline_path,
+                      bool update) {
+  {
+    std::error_code ec;
+    if (report_path == baseline_path || std::filesystem::equivalent(report_path, baseline_path, ec))
+      throw InputError("--baseline: '" + baseline_path + "' is the report itself; a baseline is a separate file "
+                       "(create one with --baseline baseline.json --update-baseline)");
+  }
+  if (update) {
+    check_output_file(baseline_path, "--baseline");
+    check_not_an_input(baseline_path, "--baseline", {report_path});
+  }
+  if (vm.count("junit")) {
+    check_output_file(vm["junit"].as<std::string>(), "--junit");
+    check_not_an_input(vm["junit"].as<std::string>(), "--junit", {report_path, baseline_path});
+  }
+}
+
 }  // namespace
 
 int cmd_check(const Args& args) {
@@ -70,20 +91,7 @@ int cmd_check(const Args& args) {
 
   const bool update = vm.count("update-baseline") > 0;
   const bool allow_change = vm.count("allow-scenario-change") > 0;
-  {  // a report checked against itself proves nothing, and an update would destroy it
-    std::error_code ec;
-    if (report_path == baseline_path || std::filesystem::equivalent(report_path, baseline_path, ec))
-      throw InputError("--baseline: '" + baseline_path + "' is the report itself; a baseline is a separate file "
-                       "(create one with --baseline baseline.json --update-baseline)");
-  }
-  if (update) {
-    check_output_file(baseline_path, "--baseline");
-    check_not_an_input(baseline_path, "--baseline", {report_path});
-  }
-  if (vm.count("junit")) {
-    check_output_file(vm["junit"].as<std::string>(), "--junit");
-    check_not_an_input(vm["junit"].as<std::string>(), "--junit", {report_path, baseline_path});
-  }
+  check_gate_files(vm, report_path, baseline_path, update);
   const CheckSide now = load_check_file(report_path, false);
   if (update && !std::filesystem::exists(baseline_path)) {
     write_file_atomic(baseline_path, render_baseline(now, cli_tol), "--baseline");

@@ -92,9 +92,8 @@ StepTerms solve(const std::vector<Row>& rows, const StepTerms& current, const St
 
 // A run near saturation turns a small step-price change into a large
 // queueing change, so its relative errors are not Gaussian: residuals past
-// kHuberDelta count linearly (Huber), in the solve (by reweighting) and in
-// the objective that accepts a round.
-constexpr double kHuberDelta = 0.25;
+// `delta` (CalibrateOptions::robust_delta) count linearly (Huber), in the
+// solve (by reweighting) and in the objective that accepts a round.
 
 double residual(const Row& r, const StepTerms& t) {
   double v = -r.b;
@@ -102,14 +101,14 @@ double residual(const Row& r, const StepTerms& t) {
   return v;
 }
 
-double huber(double e) {
+double huber(double e, double delta) {
   const double a = std::fabs(e);
-  return a <= kHuberDelta ? 0.5 * e * e : kHuberDelta * (a - 0.5 * kHuberDelta);
+  return a <= delta ? 0.5 * e * e : delta * (a - 0.5 * delta);
 }
 
-double objective(const std::vector<Row>& rows, const StepTerms& t) {
+double objective(const std::vector<Row>& rows, const StepTerms& t, double delta) {
   double s = 0;
-  for (const Row& r : rows) s += huber(residual(r, t));
+  for (const Row& r : rows) s += huber(residual(r, t), delta);
   return rows.empty() ? 0 : s / static_cast<double>(rows.size());
 }
 
@@ -120,10 +119,10 @@ double mean_abs_error(const std::vector<Row>& rows, const StepTerms& t) {
 }
 
 // Rows scaled by their Huber weights at `t` (IRLS).
-std::vector<Row> reweighted(std::vector<Row> rows, const StepTerms& t) {
+std::vector<Row> reweighted(std::vector<Row> rows, const StepTerms& t, double delta) {
   for (Row& r : rows) {
     const double e = std::fabs(residual(r, t));
-    const double w = e <= kHuberDelta ? 1.0 : std::sqrt(kHuberDelta / e);
+    const double w = e <= delta ? 1.0 : std::sqrt(delta / e);
     for (double& a : r.a) a *= w;
     r.b *= w;
   }
@@ -149,16 +148,16 @@ StepTerms fit_terms(const std::vector<ObservedRun>& runs, const StepTerms& from,
                     const CalibrateOptions& o, int rounds, int threads, std::vector<ordered_json>* log) {
   StepTerms t = from;
   std::vector<Row> rows = rows_at(runs, t, threads);
-  double j = objective(rows, t);
+  double j = objective(rows, t, o.robust_delta);
   for (int round = 0; round < rounds; ++round) {
-    const StepTerms target = solve(reweighted(rows, t), t, start, o.prior_weight, o.free_terms);
+    const StepTerms target = solve(reweighted(rows, t, o.robust_delta), t, start, o.prior_weight, o.free_terms);
     bool accepted = false;
     double step = 1.0, moved = 0;
     for (int tries = 0; tries < 4 && !accepted; ++tries, step /= 2) {
       StepTerms cand = t;
       for (size_t k = 0; k < t.size(); ++k) cand[k] = t[k] + step * (target[k] - t[k]);
       std::vector<Row> cand_rows = rows_at(runs, cand, threads);
-      const double cj = objective(cand_rows, cand);
+      const double cj = objective(cand_rows, cand, o.robust_delta);
       if (cj < j) {
         moved = 0;
         for (size_t k = 0; k < t.size(); ++k) {

@@ -34,6 +34,9 @@ struct CalibrateOptions {
   int iterations = 8;          // replay-and-solve rounds at most
   double tolerance = 1e-3;     // stop when no term moves by more than this fraction
   double prior_weight = 0.05;  // strength of the pull toward the starting terms
+  // Relative residuals past this count linearly (Huber); small values make
+  // the fit a least-absolute-deviations one.
+  double robust_delta = 0.25;
   int threads = 1;
   bool leave_one_out = false;
   // The terms fitted (StepTerm values); empty: every term the runs exercise.

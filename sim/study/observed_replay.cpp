@@ -107,42 +107,14 @@ void add_interval(LinearMean& sum, const Timeline& tl, TimeNs a, TimeNs b, const
 
 }  // namespace
 
-ReplayedRun replay_observed(const ObservedRun& run, const StepModel& model) {
-  Scenario s = run.scenario;
-  if (!run.client_side) {
-    s.request_overhead_ms = 0;
-    s.tokenize_us_per_token = 0;
-  }
-  ResolvedScenario r = resolve_scenario(s);
-  r.step_model = model;
-  if (!run.client_side) {
-    r.step_model->terms[kRequestS] = 0;
-    r.step_model->terms[kTokenizeS] = 0;
-  }
-  const StepTerms& terms = r.step_model->terms;
-  const KvSizing kv = size_kv_pool(kv_sizing_input(s, r));
-  PolicyContext pctx;
-  pctx.block_size = s.block_size;
-  Fleet fleet(s, r, kv.num_blocks, s.policy, pctx);
-  const StepBasis basis = step_basis(*r.model, *r.gpu, s.tp, kv_dtype_bytes(s), expert_dp(s));
-  TimelineObserver obs(fleet, terms, basis, s.async_scheduling);
-  fleet.set_observer(&obs);
-  VectorSource src(std::span<const Request>(run.requests));
-  const FleetResult fr = fleet.run(src);
-
-  ReplayedRun out;
-  out.kv_blocks = kv.num_blocks;
-  out.kv_source = s.kv_blocks ? "logged" : "derived";
-  out.steps = fr.total.steps;
-  out.preemptions = fr.total.preemptions;
-  out.refused = obs.refused();
-  std::vector<Timeline> timelines;
-  for (std::vector<Segment>& segs : obs.take_segments()) timelines.emplace_back(std::move(segs));
-
+// Each finished request's intervals as linear forms in the terms (means) and
+// as figures at the terms it ran with (distributions).
+void measure_finished(const ObservedRun& run, const TimelineObserver& obs, const std::vector<Timeline>& timelines,
+                      const StepTerms& terms, ReplayedRun& out) {
   std::vector<double> ttft, e2e, tpot;
   const std::vector<Finished>& done = obs.finished();
   out.finished = static_cast<int64_t>(done.size());
-  if (done.empty()) return out;
+  if (done.empty()) return;
   const double per_request = 1.0 / static_cast<double>(done.size());
   int64_t multi = 0;
   for (const Finished& f : done) multi += f.output > 1;
@@ -175,6 +147,40 @@ ReplayedRun replay_observed(const ObservedRun& run, const StepModel& model) {
   out.tpot = measured_stat(std::move(tpot));
   if (last_finish > first_arrival)
     out.throughput_rps = static_cast<double>(done.size()) / (static_cast<double>(last_finish - first_arrival) / 1e9);
+}
+
+ReplayedRun replay_observed(const ObservedRun& run, const StepModel& model) {
+  Scenario s = run.scenario;
+  if (!run.client_side) {
+    s.request_overhead_ms = 0;
+    s.tokenize_us_per_token = 0;
+  }
+  ResolvedScenario r = resolve_scenario(s);
+  r.step_model = model;
+  if (!run.client_side) {
+    r.step_model->terms[kRequestS] = 0;
+    r.step_model->terms[kTokenizeS] = 0;
+  }
+  const StepTerms& terms = r.step_model->terms;
+  const KvSizing kv = size_kv_pool(kv_sizing_input(s, r));
+  PolicyContext pctx;
+  pctx.block_size = s.block_size;
+  Fleet fleet(s, r, kv.num_blocks, s.policy, pctx);
+  const StepBasis basis = step_basis(*r.model, *r.gpu, s.tp, kv_dtype_bytes(s), expert_dp(s));
+  TimelineObserver obs(fleet, terms, basis, s.async_scheduling);
+  fleet.set_observer(&obs);
+  VectorSource src(std::span<const Request>(run.requests));
+  const FleetResult fr = fleet.run(src);
+
+  ReplayedRun out;
+  out.kv_blocks = kv.num_blocks;
+  out.kv_source = s.kv_blocks ? "logged" : "derived";
+  out.steps = fr.total.steps;
+  out.preemptions = fr.total.preemptions;
+  out.refused = obs.refused();
+  std::vector<Timeline> timelines;
+  for (std::vector<Segment>& segs : obs.take_segments()) timelines.emplace_back(std::move(segs));
+  measure_finished(run, obs, timelines, terms, out);
   return out;
 }
 

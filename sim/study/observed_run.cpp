@@ -134,12 +134,15 @@ void derive_tpot(ObservedRun& run, int64_t output_len) {
 
 // ---- BLIS run records --------------------------------------------------
 
-ObservedRun read_blis(const Doc& d, const std::string& path) {
-  ObservedRun run;
-  run.path = path;
-  run.form = "blis";
-  run.id = d.find("id") ? d.str("id") : fs::path(path).stem().string();
-  run.model_id = d.str("model");
+// A run whose requests failed was past what the server could take.
+void mark_failures(ObservedRun& run) {
+  if (run.failed == 0) return;
+  run.saturated = true;
+  run.saturation = std::to_string(run.failed) + " of " + std::to_string(run.sent) + " requests failed";
+}
+
+// The server: model, GPU and vllm_args.
+void read_blis_server(const Doc& d, ObservedRun& run) {
   Scenario& s = run.scenario;
   const json* pm = d.find("prefixsim_model");
   if (pm && !pm->is_string()) d.fail("prefixsim_model", "must be a string");
@@ -158,20 +161,16 @@ ObservedRun read_blis(const Doc& d, const std::string& path) {
   else
     run.notes.push_back("KV pool sized as vLLM would (no logged block count)");
   if (d.find("vllm_args.block_size")) s.block_size = static_cast<int32_t>(d.integer("vllm_args.block_size", 1, 4096));
+}
 
-  // The workload: BLIS's spec, or the raw inference-perf profile.
-  std::string sp = "workload.blis_workload_spec.inference_perf.shared_prefix";
-  std::string stages = "workload.blis_workload_spec.inference_perf.stages";
-  if (!d.find(sp)) {
-    sp = "workload.profile.data.shared_prefix";
-    stages = "workload.profile.load.stages";
-  }
-  if (!d.find(sp)) d.fail("workload", "no inference-perf shared_prefix data (blis_workload_spec or profile)");
+// inference-perf's shared_prefix data at `sp`, as this build of it generated
+// the prompts (and as long as they measured).
+SharedPrefixSpec read_blis_prompts(const Doc& d, const std::string& sp, ObservedRun& run) {
   SharedPrefixSpec spec;
   spec.system_prompt_len = d.integer(sp + ".system_prompt_len", 0, 1 << 20);
   spec.question_len = d.integer(sp + ".question_len", 0, 1 << 20);
   spec.output_len = d.integer(sp + ".output_len", 1, 1 << 24);
-  spec.vocab = static_cast<int32_t>(std::min<int64_t>(find_model(s.model).vocab, 1 << 30));
+  spec.vocab = static_cast<int32_t>(std::min<int64_t>(find_model(run.scenario.model).vocab, 1 << 30));
   spec.seed = d.find("workload.blis_workload_spec.seed")
                   ? static_cast<uint64_t>(d.integer("workload.blis_workload_spec.seed", 0, int64_t{1} << 62))
                   : 0;
@@ -189,6 +188,11 @@ ObservedRun read_blis(const Doc& d, const std::string& path) {
     spec.question_len = std::max<int64_t>(0, std::llround(mean) - spec.system_prompt_len);
     run.notes.push_back("question length from the measured mean prompt length");
   }
+  return spec;
+}
+
+// inference-perf's constant-rate load stages at `stages`.
+std::vector<ConstantStage> read_blis_stages(const Doc& d, const std::string& stages) {
   const json& st = d.need(stages);
   if (!st.is_array() || st.empty()) d.fail(stages, "must be a non-empty list");
   std::vector<ConstantStage> load;
@@ -203,7 +207,26 @@ ObservedRun read_blis(const Doc& d, const std::string& path) {
     };
     load.push_back({field("rate"), field("duration")});
   }
-  run.requests = shared_prefix_requests(spec, load);
+  return load;
+}
+
+ObservedRun read_blis(const Doc& d, const std::string& path) {
+  ObservedRun run;
+  run.path = path;
+  run.form = "blis";
+  run.id = d.find("id") ? d.str("id") : fs::path(path).stem().string();
+  run.model_id = d.str("model");
+  read_blis_server(d, run);
+  // The workload: BLIS's spec, or the raw inference-perf profile.
+  std::string sp = "workload.blis_workload_spec.inference_perf.shared_prefix";
+  std::string stages = "workload.blis_workload_spec.inference_perf.stages";
+  if (!d.find(sp)) {
+    sp = "workload.profile.data.shared_prefix";
+    stages = "workload.profile.load.stages";
+  }
+  if (!d.find(sp)) d.fail("workload", "no inference-perf shared_prefix data (blis_workload_spec or profile)");
+  const SharedPrefixSpec spec = read_blis_prompts(d, sp, run);
+  run.requests = shared_prefix_requests(spec, read_blis_stages(d, stages));
 
   run.ttft = d.stat("measured.ttft_ms", true);
   run.e2e = d.stat("measured.e2e_ms", true);
@@ -212,10 +235,7 @@ ObservedRun read_blis(const Doc& d, const std::string& path) {
   run.sent = d.find("measured.num_sent") ? d.integer("measured.num_sent", 0, int64_t{1} << 40)
                                          : static_cast<int64_t>(run.requests.size());
   run.failed = d.find("measured.num_failures") ? d.integer("measured.num_failures", 0, int64_t{1} << 40) : 0;
-  if (run.failed > 0) {
-    run.saturated = true;
-    run.saturation = std::to_string(run.failed) + " of " + std::to_string(run.sent) + " requests failed";
-  }
+  mark_failures(run);
   run.client_side = true;
   return run;
 }
@@ -250,16 +270,8 @@ double line_num(const json& j, const char* key, const std::string& path, size_t 
 // Prompt and output lengths a replay can hold (2^24 tokens each).
 constexpr double kMaxTokens = 1 << 24;
 
-ObservedRun read_llmservingsim(const fs::path& dir) {
-  const std::string meta_path = (dir / "meta.json").string();
-  const Doc meta(meta_path, read_whole_file(meta_path, "meta.json"));
-  const std::string hw_path = (dir / "config.json").string();
-  const Doc hw(hw_path, read_whole_file(hw_path, "config.json"));
-  ObservedRun run;
-  run.path = dir.string();
-  run.form = "llmservingsim";
-  run.id = dir.filename().string();
-  run.model_id = meta.str("engine_kwargs.model");
+// The server's settings: meta.json's engine arguments, config.json's hardware.
+void read_llmservingsim_server(const Doc& meta, const Doc& hw, const std::string& hw_path, ObservedRun& run) {
   const json& nodes = hw.need("nodes");
   if (!nodes.is_array() || nodes.empty() || !nodes[0].contains("instances") || !nodes[0]["instances"].is_array() ||
       nodes[0]["instances"].empty() || !nodes[0]["instances"][0].contains("hardware") ||
@@ -296,10 +308,11 @@ ObservedRun read_llmservingsim(const fs::path& dir) {
     s.kv_cache_dtype = kv.rfind("fp8", 0) == 0 ? "fp8" : "auto";
   }
   run.notes.push_back("KV pool sized as vLLM would (the capture logs no block count)");
+}
 
-  // The workload as sent.
-  std::string wl = (dir / "workload.jsonl.gz").string();
-  if (!fs::exists(wl)) wl = (dir / "workload.jsonl").string();
+// The workload as sent (workload.jsonl[.gz]: token ids, lengths, arrivals).
+std::vector<Request> read_llmservingsim_workload(const std::string& wl) {
+  std::vector<Request> out;
   const std::vector<json> sent = json_lines(wl);
   for (size_t i = 0; i < sent.size(); ++i) {
     const json& j = sent[i];
@@ -317,12 +330,15 @@ ObservedRun read_llmservingsim(const fs::path& dir) {
     r.prompt_len = static_cast<int64_t>(r.tokens.size());
     if (r.prompt_len < 1 || r.output_len < 1)
       throw InputError(wl + ":" + std::to_string(i + 1) + ": a request needs prompt tokens and output tokens");
-    if (!run.requests.empty() && r.arrival < run.requests.back().arrival)
+    if (!out.empty() && r.arrival < out.back().arrival)
       throw InputError(wl + ":" + std::to_string(i + 1) + ": field 'arrival_time_ns': goes backwards");
-    run.requests.push_back(std::move(r));
+    out.push_back(std::move(r));
   }
-  // What the engine measured.
-  const std::string rq = (dir / "requests.jsonl").string();
+  return out;
+}
+
+// What the engine measured (requests.jsonl: engine timestamps per request).
+void read_llmservingsim_measured(const std::string& rq, size_t sent, const std::string& wl, ObservedRun& run) {
   std::vector<double> ttft, e2e, tpot;
   const std::vector<json> rows = json_lines(rq);
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -335,13 +351,30 @@ ObservedRun read_llmservingsim(const fs::path& dir) {
     e2e.push_back((last - queued) * 1e3);
     if (out > 1) tpot.push_back((last - first) * 1e3 / (out - 1));
   }
-  if (rows.size() != sent.size())
-    throw InputError(rq + ": " + std::to_string(rows.size()) + " requests measured but " + std::to_string(sent.size()) +
+  if (rows.size() != sent)
+    throw InputError(rq + ": " + std::to_string(rows.size()) + " requests measured but " + std::to_string(sent) +
                      " sent (" + wl + ")");
   run.ttft = measured_stat(ttft);
   run.e2e = measured_stat(e2e);
   run.tpot = measured_stat(tpot);
-  run.sent = static_cast<int64_t>(sent.size());
+}
+
+ObservedRun read_llmservingsim(const fs::path& dir) {
+  const std::string meta_path = (dir / "meta.json").string();
+  const Doc meta(meta_path, read_whole_file(meta_path, "meta.json"));
+  const std::string hw_path = (dir / "config.json").string();
+  const Doc hw(hw_path, read_whole_file(hw_path, "config.json"));
+  ObservedRun run;
+  run.path = dir.string();
+  run.form = "llmservingsim";
+  run.id = dir.filename().string();
+  run.model_id = meta.str("engine_kwargs.model");
+  read_llmservingsim_server(meta, hw, hw_path, run);
+  std::string wl = (dir / "workload.jsonl.gz").string();
+  if (!fs::exists(wl)) wl = (dir / "workload.jsonl").string();
+  run.requests = read_llmservingsim_workload(wl);
+  read_llmservingsim_measured((dir / "requests.jsonl").string(), run.requests.size(), wl, run);
+  run.sent = static_cast<int64_t>(run.requests.size());
   run.client_side = false;
   return run;
 }
@@ -360,6 +393,18 @@ double list_num(const Doc& d, const json& list, size_t i, const std::string& fie
 // its load generator spaced them: gamma gaps of shape `burstiness` at
 // `request_rate` (Poisson at 1), or back to back under max_concurrency
 // closed-loop slots; and what it measured per request (ttfts and itls in s).
+// Request i's inter-token latencies summed (seconds).
+double itl_sum(const Doc& b, const json& itls, size_t i) {
+  double rest = 0;
+  if (!itls[i].is_array()) b.fail("itls." + std::to_string(i), "must be a list");
+  for (const json& g : itls[i]) {
+    if (!g.is_number() || !(g.get<double>() >= 0 && g.get<double>() < 1e7))
+      b.fail("itls." + std::to_string(i), "must be a list of seconds >= 0");
+    rest += g.get<double>();
+  }
+  return rest;
+}
+
 void read_vllm_bench(const Doc& b, ObservedRun& run, uint64_t seed) {
   const json& in = b.need("input_lens");
   const json& out = b.need("output_lens");
@@ -403,13 +448,7 @@ void read_vllm_bench(const Doc& b, ObservedRun& run, uint64_t seed) {
       run.requests[run.requests.size() - static_cast<size_t>(slots)].awaitable = true;
     }
     const double first = list_num(b, ttfts, i, "ttfts", 0, 1e7);
-    double rest = 0;
-    if (!itls[i].is_array()) b.fail("itls." + std::to_string(i), "must be a list");
-    for (const json& g : itls[i]) {
-      if (!g.is_number() || !(g.get<double>() >= 0 && g.get<double>() < 1e7))
-        b.fail("itls." + std::to_string(i), "must be a list of seconds >= 0");
-      rest += g.get<double>();
-    }
+    const double rest = itl_sum(b, itls, i);
     ttft.push_back(first * 1e3);
     e2e.push_back((first + rest) * 1e3);
     if (r.output_len > 1) tpot.push_back(rest * 1e3 / static_cast<double>(r.output_len - 1));
@@ -420,10 +459,7 @@ void read_vllm_bench(const Doc& b, ObservedRun& run, uint64_t seed) {
   run.tpot = measured_stat(tpot);
   if (b.find("request_throughput")) run.throughput_rps = b.num("request_throughput", 0, 1e9);
   run.sent = static_cast<int64_t>(in.size());
-  if (run.failed > 0) {
-    run.saturated = true;
-    run.saturation = std::to_string(run.failed) + " of " + std::to_string(run.sent) + " requests failed";
-  }
+  mark_failures(run);
   run.notes.push_back("prompts: fresh random tokens of the recorded lengths (no shared prefixes)");
   if (slots > 0) run.notes.push_back("arrivals: " + std::to_string(slots) + " closed-loop client slots");
   else run.notes.push_back("arrivals: drawn again at the recorded rate and burstiness (vllm bench keeps no times)");

@@ -148,116 +148,145 @@ std::map<std::string, long> base_keys(const YAML::Node& base) {
 
 const std::vector<std::string>& sweep_metric_names() { return point_figure_names(); }
 
+namespace {
+
+// base: inline or a scenario file; the line of each key it sets.
+std::map<std::string, long> read_base(const std::string& path, const YAML::Node& base, Grid& g) {
+  std::map<std::string, long> base_lines;
+  std::string base_path = path;
+  YAML::Node map = base;
+  if (base.IsScalar()) {  // a scenario file
+    base_path = base.as<std::string>();
+    map = load_yaml_strict(read_whole_file(base_path, "scenario"), base_path);
+  }
+  if (!map.IsMap()) fail(path, line_of(base), "base", "expected a scenario mapping or the path of a scenario file");
+  apply_scenario_yaml(map, base_path, g.base);
+  for (const auto& [k, line] : base_keys(map)) {
+    if (refused_keys().count(k)) fail(base_path, line, k, "not in a sweep: " + refused_keys().at(k));
+    base_lines[k] = base_path == path ? line : line_of(base);
+  }
+  return base_lines;
+}
+
+// The keys of axes and zip groups, each refused when it contradicts another
+// axis or the base.
+class AxisKeys {
+ public:
+  AxisKeys(const std::string& path, const std::map<std::string, long>& base_lines, Grid& g)
+      : path_(path), base_lines_(base_lines), g_(g) {}
+  void add(GridDimension& d, const YAML::Node& k, const YAML::Node& v) {
+    const std::string key = axis_key(path_, k);
+    if (seen_.count(key))
+      fail(path_, line_of(k), key, "contradictory: already an axis at line " + std::to_string(seen_[key]));
+    if (base_lines_.count(key))
+      fail(path_, line_of(k), key, "contradictory: also set in base (line " + std::to_string(base_lines_.at(key)) +
+                                       "); an axis replaces it at every point, so remove one");
+    for (const auto& [other, line] : seen_)
+      if (is_pool_size_key(key) && is_pool_size_key(other))
+        fail(path_, line_of(k), key, "contradictory: " + other + " (line " + std::to_string(line) +
+                                         ") sizes the pool too; give one of kv_blocks, kv_tokens, kv_gb");
+    for (const auto& [other, line] : base_lines_)
+      if (is_pool_size_key(key) && is_pool_size_key(other))
+        fail(path_, line_of(k), key, "contradictory: base sets " + other + " (line " + std::to_string(line) +
+                                         "); give one of kv_blocks, kv_tokens, kv_gb");
+    seen_[key] = line_of(k);
+    d.keys.push_back(key);
+    d.key_lines.push_back(line_of(k));
+    d.values.push_back(axis_values(path_, key, v));
+    g_.axis_keys.push_back(key);
+  }
+
+ private:
+  const std::string& path_;
+  const std::map<std::string, long>& base_lines_;
+  Grid& g_;
+  std::map<std::string, long> seen_;  // axis key -> line
+};
+
+void read_axes(const std::string& path, const YAML::Node& axes, AxisKeys& keys, Grid& g) {
+  if (!axes.IsMap()) fail(path, line_of(axes), "axes", "expected a mapping of scenario keys to lists or ranges");
+  for (const auto& kv : axes) {
+    if (kv.first.as<std::string>() == "scheduler" && kv.second.IsMap()) {
+      for (const auto& sub : kv.second) {
+        GridDimension d;
+        keys.add(d, sub.first, sub.second);  // scenario_key finds the bare scheduler name
+        g.dims.push_back(std::move(d));
+      }
+      continue;
+    }
+    GridDimension d;
+    keys.add(d, kv.first, kv.second);
+    g.dims.push_back(std::move(d));
+  }
+}
+
+void read_zip(const std::string& path, const YAML::Node& zip, AxisKeys& keys, Grid& g) {
+  if (!zip.IsSequence()) fail(path, line_of(zip), "zip", "expected a list of groups (mappings of key: list)");
+  for (const YAML::Node& group : zip) {
+    if (!group.IsMap() || group.size() == 0)
+      fail(path, line_of(group), "zip", "a group is a mapping of scenario keys to lists of one length");
+    GridDimension d;
+    for (const auto& kv : group) {
+      keys.add(d, kv.first, kv.second);
+      if (d.values.back().size() != d.values.front().size())
+        fail(path, line_of(kv.first), d.keys.back(),
+             "contradictory: a zip group's lists advance together, but this one has " +
+                 std::to_string(d.values.back().size()) + " values and " + d.keys.front() + " has " +
+                 std::to_string(d.values.front().size()));
+    }
+    g.dims.push_back(std::move(d));
+  }
+}
+
+GridChart read_chart(const std::string& path, const YAML::Node& c, const Grid& g) {
+  if (!c.IsMap()) fail(path, line_of(c), "charts", "expected {metric, x, lines}");
+  GridChart chart;
+  for (const auto& kv : c) {
+    const std::string k = kv.first.as<std::string>();
+    std::string v;
+    try {
+      v = kv.second.as<std::string>();
+    } catch (const YAML::Exception&) {
+      fail(path, line_of(kv.second), "charts." + k, "expected a name");
+    }
+    if (k == "metric") {
+      if (std::find(sweep_metric_names().begin(), sweep_metric_names().end(), v) == sweep_metric_names().end())
+        fail(path, line_of(kv.second), "charts.metric", "'" + v + "' is not a sweep column (sweep.csv's header)");
+      chart.metric = v;
+    } else if (k == "x" || k == "lines") {
+      const std::string key = scenario_key(v);
+      if (std::find(g.axis_keys.begin(), g.axis_keys.end(), key) == g.axis_keys.end())
+        fail(path, line_of(kv.second), "charts." + k, "'" + v + "' is not an axis of this grid");
+      (k == "x" ? chart.x : chart.lines) = key;
+    } else {
+      fail(path, line_of(kv.first), "charts." + k, "unknown key (a chart has metric, x, lines)");
+    }
+  }
+  if (chart.metric.empty() || chart.x.empty()) fail(path, line_of(c), "charts", "a chart needs metric and x");
+  return chart;
+}
+
+}  // namespace
+
 Grid load_grid(const std::string& path) {
   const YAML::Node root = load_yaml_strict(read_whole_file(path, "grid"), path);
   if (!root.IsMap()) throw InputError(path, 1, "a grid is a mapping with base, axes, zip and charts");
   Grid g;
   g.path = path;
-  std::map<std::string, long> base_lines;
   for (const auto& kv : root) {
     const std::string k = kv.first.as<std::string>();
     if (k != "base" && k != "axes" && k != "zip" && k != "charts")
       fail(path, line_of(kv.first), k, "unknown key (a grid has base, axes, zip and charts)");
   }
-  if (const YAML::Node base = root["base"]) {
-    std::string base_path = path;
-    YAML::Node map = base;
-    if (base.IsScalar()) {  // a scenario file
-      base_path = base.as<std::string>();
-      map = load_yaml_strict(read_whole_file(base_path, "scenario"), base_path);
-    }
-    if (!map.IsMap()) fail(path, line_of(base), "base", "expected a scenario mapping or the path of a scenario file");
-    apply_scenario_yaml(map, base_path, g.base);
-    for (const auto& [k, line] : base_keys(map)) {
-      if (refused_keys().count(k)) fail(base_path, line, k, "not in a sweep: " + refused_keys().at(k));
-      base_lines[k] = base_path == path ? line : line_of(base);
-    }
-  }
+  std::map<std::string, long> base_lines;
+  if (const YAML::Node base = root["base"]) base_lines = read_base(path, base, g);
   g.base_json = nlohmann::ordered_json::parse(to_json(g.base).dump());
-  std::map<std::string, long> seen;  // axis key -> line
-  auto add_key = [&](GridDimension& d, const YAML::Node& k, const YAML::Node& v) {
-    const std::string key = axis_key(path, k);
-    if (seen.count(key))
-      fail(path, line_of(k), key, "contradictory: already an axis at line " + std::to_string(seen[key]));
-    if (base_lines.count(key))
-      fail(path, line_of(k), key, "contradictory: also set in base (line " + std::to_string(base_lines[key]) +
-                                      "); an axis replaces it at every point, so remove one");
-    for (const auto& [other, line] : seen)
-      if (is_pool_size_key(key) && is_pool_size_key(other))
-        fail(path, line_of(k), key, "contradictory: " + other + " (line " + std::to_string(line) +
-                                        ") sizes the pool too; give one of kv_blocks, kv_tokens, kv_gb");
-    for (const auto& [other, line] : base_lines)
-      if (is_pool_size_key(key) && is_pool_size_key(other))
-        fail(path, line_of(k), key, "contradictory: base sets " + other + " (line " + std::to_string(line) +
-                                        "); give one of kv_blocks, kv_tokens, kv_gb");
-    seen[key] = line_of(k);
-    d.keys.push_back(key);
-    d.key_lines.push_back(line_of(k));
-    d.values.push_back(axis_values(path, key, v));
-    g.axis_keys.push_back(key);
-  };
-  if (const YAML::Node axes = root["axes"]) {
-    if (!axes.IsMap()) fail(path, line_of(axes), "axes", "expected a mapping of scenario keys to lists or ranges");
-    for (const auto& kv : axes) {
-      if (kv.first.as<std::string>() == "scheduler" && kv.second.IsMap()) {
-        for (const auto& sub : kv.second) {
-          GridDimension d;
-          add_key(d, sub.first, sub.second);  // scenario_key finds the bare scheduler name
-          g.dims.push_back(std::move(d));
-        }
-        continue;
-      }
-      GridDimension d;
-      add_key(d, kv.first, kv.second);
-      g.dims.push_back(std::move(d));
-    }
-  }
-  if (const YAML::Node zip = root["zip"]) {
-    if (!zip.IsSequence()) fail(path, line_of(zip), "zip", "expected a list of groups (mappings of key: list)");
-    for (const YAML::Node& group : zip) {
-      if (!group.IsMap() || group.size() == 0)
-        fail(path, line_of(group), "zip", "a group is a mapping of scenario keys to lists of one length");
-      GridDimension d;
-      for (const auto& kv : group) {
-        add_key(d, kv.first, kv.second);
-        if (d.values.back().size() != d.values.front().size())
-          fail(path, line_of(kv.first), d.keys.back(),
-               "contradictory: a zip group's lists advance together, but this one has " +
-                   std::to_string(d.values.back().size()) + " values and " + d.keys.front() + " has " +
-                   std::to_string(d.values.front().size()));
-      }
-      g.dims.push_back(std::move(d));
-    }
-  }
+  AxisKeys keys(path, base_lines, g);
+  if (const YAML::Node axes = root["axes"]) read_axes(path, axes, keys, g);
+  if (const YAML::Node zip = root["zip"]) read_zip(path, zip, keys, g);
   if (const YAML::Node charts = root["charts"]) {
     if (!charts.IsSequence()) fail(path, line_of(charts), "charts", "expected a list of {metric, x, lines}");
-    for (const YAML::Node& c : charts) {
-      if (!c.IsMap()) fail(path, line_of(c), "charts", "expected {metric, x, lines}");
-      GridChart chart;
-      for (const auto& kv : c) {
-        const std::string k = kv.first.as<std::string>();
-        std::string v;
-        try {
-          v = kv.second.as<std::string>();
-        } catch (const YAML::Exception&) {
-          fail(path, line_of(kv.second), "charts." + k, "expected a name");
-        }
-        if (k == "metric") {
-          if (std::find(sweep_metric_names().begin(), sweep_metric_names().end(), v) == sweep_metric_names().end())
-            fail(path, line_of(kv.second), "charts.metric", "'" + v + "' is not a sweep column (sweep.csv's header)");
-          chart.metric = v;
-        } else if (k == "x" || k == "lines") {
-          const std::string key = scenario_key(v);
-          if (std::find(g.axis_keys.begin(), g.axis_keys.end(), key) == g.axis_keys.end())
-            fail(path, line_of(kv.second), "charts." + k, "'" + v + "' is not an axis of this grid");
-          (k == "x" ? chart.x : chart.lines) = key;
-        } else {
-          fail(path, line_of(kv.first), "charts." + k, "unknown key (a chart has metric, x, lines)");
-        }
-      }
-      if (chart.metric.empty() || chart.x.empty()) fail(path, line_of(c), "charts", "a chart needs metric and x");
-      g.charts.push_back(chart);
-    }
+    for (const YAML::Node& c : charts) g.charts.push_back(read_chart(path, c, g));
   }
   return g;
 }

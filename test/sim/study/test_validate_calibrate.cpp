@@ -181,6 +181,32 @@ TEST_CASE("leave-one-out predicts each run with terms fitted on the others", "[c
   CHECK(res.model.known_error["basis"].get<std::string>().find("leave-one-out over 4") != std::string::npos);
 }
 
+TEST_CASE("a small robust delta fits the runs that agree and not an odd one (least absolute deviations)",
+          "[calibrate]") {
+  StepTerms truth = roofline_terms();
+  truth[kBwInv] = 1.5;
+  StepTerms other = truth;
+  other[kBwInv] = 2.0;
+  const std::vector<ObservedRun> runs = {
+      measured_under(synthetic("a", "llama-3.1-8b", 1, 2.0, 40, false), truth),
+      measured_under(synthetic("b", "llama-2-7b", 1, 3.0, 40, false), truth),
+      measured_under(synthetic("c", "qwen2.5-7b", 1, 2.0, 40, false), truth),
+      measured_under(synthetic("odd", "llama-3.1-8b", 1, 1.0, 40, false), other),
+  };
+  CalibrateOptions o;
+  o.threads = 2;
+  o.prior_weight = 0;
+  o.iterations = 20;
+  o.free_terms = {kBwInv};
+  o.robust_delta = 10;  // every residual squared: least squares
+  const double squares = calibrate_runs(runs, StepModel{}, o).model.terms[kBwInv];
+  o.robust_delta = 0.005;
+  const double robust = calibrate_runs(runs, StepModel{}, o).model.terms[kBwInv];
+  // Least squares splits the difference; the robust fit follows the three.
+  CHECK(squares > 1.55);
+  CHECK(robust == Approx(1.5).epsilon(0.02));
+}
+
 TEST_CASE("a step model round-trips through its JSON and refuses bad terms", "[calibrate]") {
   StepModel m;
   m.terms[kLayerS] = 3e-5;
