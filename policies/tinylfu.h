@@ -53,7 +53,7 @@
 // probation as in Caffeine's fill phase. The test reference
 // (test/policies/reference_policies.h) runs the same rules on objects.
 //
-// On requests (issue 45): a request's blocks are handed out together and
+// On requests: a request's blocks are handed out together and
 // pinned until it ends, so once the window's free blocks are spent its
 // remaining blocks take main's victims undueled (Caffeine would evict the
 // candidates, but they are the request's own, pinned), and the window
@@ -63,8 +63,8 @@
 // findable (a hit brings it back into the window as new content) and its
 // block is the first reused, before any new duel. Before, the overflow
 // went into probation undueled, so each one-off request larger than the
-// window flushed main: on issue 45's case (a 32-block system prompt every
-// 788 blocks, one-off 188-block prompts between, 513 blocks) the prompt got
+// window flushed main: on a trace of a 32-block system prompt every
+// 788 blocks with one-off 188-block prompts between (513 blocks), the prompt got
 // 0 of 7,936 hits from its third occurrence on, on requests, and 7,936
 // block by block; now 7,936 both ways. Pinning still binds where a request
 // needs more blocks than the window and the rejected hold: main's victim
@@ -389,7 +389,7 @@ class TinyLfuPolicy final : public CachedFirstPolicy {
   // window holds the whole request, and on release its overflow is dueled
   // here. Moving that overflow into probation undueled (as before) let
   // every one-off request of more blocks than the window flush main, a
-  // recurring prefix with it (issue 45).
+  // recurring prefix with it.
   void rebalance() {
     while (count_[kProtected] > protected_max_ && !empty(kProtected)) move(front(kProtected), kProbation);
     while (count_[kWindow] > window_max_ && !empty(kWindow)) {

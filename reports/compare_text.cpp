@@ -1,5 +1,7 @@
 #include "reports/compare_text.h"
 
+#include "reports/run_report.h"
+
 #include <iomanip>
 #include <sstream>
 
@@ -16,11 +18,7 @@ const char* const kBeladyNote =
     "heuristic, not a proven optimum: a policy may occasionally beat it.";
 
 // GPU + KV tiers: what a planner sizing CPU memory reads.
-double with_tiers(const CompareRow& r) {
-  return r.prompt_tokens
-             ? static_cast<double>(r.hit_tokens + r.tier_hit_tokens) / static_cast<double>(r.prompt_tokens)
-             : NAN;
-}
+double with_tiers(const CompareRow& r) { return hit_rate_with_tiers(r.hit_tokens, r.tier_hit_tokens, r.prompt_tokens); }
 
 std::string pct(double x) {
   std::ostringstream s;

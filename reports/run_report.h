@@ -28,6 +28,14 @@ namespace prefixsim {
 inline constexpr const char* kReportSchema = "prefixsim.report/1";
 inline constexpr double kNotAvailable = std::numeric_limits<double>::quiet_NaN();
 
+// The hit rate of the GPU pool and the KV tiers together (what a planner
+// sizing CPU memory reads): tokens hit in either over tokens queried;
+// kNotAvailable when nothing was queried. The one place it is computed.
+inline double hit_rate_with_tiers(int64_t hit_tokens, int64_t tier_hit_tokens, int64_t queried_tokens) {
+  return queried_tokens ? static_cast<double>(hit_tokens + tier_hit_tokens) / static_cast<double>(queried_tokens)
+                        : kNotAvailable;
+}
+
 struct TraceInfo {
   std::string path;    // as given; "" for the built-in workload
   std::string format;  // "native", "mooncake", "workload:chatbot", ...

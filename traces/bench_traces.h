@@ -22,7 +22,7 @@ namespace prefixsim {
 std::string ids19_trace(int requests);
 
 // Small requests with many distinct blocks, the common research case for
-// cache mode (issue 44): a Mooncake-format trace of 19-digit ids, one id per
+// cache mode: a Mooncake-format trace of 19-digit ids, one id per
 // 16 tokens (replay it with --trace-block-size 16), ~90 prompt blocks a
 // request. Conversations of 1-6 turns start on one of 2,000 shared system
 // prompts (20-60 blocks; 90 % of picks heavy-tailed, popularity ~1/k^2,

@@ -22,7 +22,7 @@ int cmd_ops(const Args& args) {
                   "Runs a block-manager operation script through the KV cache manager and writes one\n"
                   "compact JSON line per op to standard output, as vLLM v1's own KVCacheManager reports\n"
                   "it, then a summary line. The format and semantics are those of\n"
-                  "shared/golden/vllm-v1/README.md: ops config, arrive, append, finish.\n"
+                  "test/data/golden/vllm-v1/README.md: ops config, arrive, append, finish.\n"
                   "Bad input: FILE:LINE: message on stderr, exit 2, nothing on stdout."))
     return 0;
   if (!vm.count("script")) throw InputError("ops: missing the script argument (usage: prefixsim ops OPS.jsonl|-)");

@@ -30,7 +30,7 @@ int cmd_sched(const Args& args) {
                   "  \"max_num_batched_tokens\"[,\"enable_chunked_prefill\",\"long_prefill_token_threshold\",\n"
                   "  \"max_model_len\",\"enable_prefix_caching\",\"scheduler_reserve_full_isl\"]}\n"
                   "then one line per step: {\"op\":\"step\",\"arrive\":[{\"req\",\"tokens\",\"max_tokens\"},...]}.\n"
-                  "Format and semantics: shared/golden/vllm-v1-scheduler/README.md.\n"
+                  "Format and semantics: test/data/golden/vllm-v1-scheduler/README.md.\n"
                   "Bad input: FILE:LINE: message on stderr, exit 2, nothing on stdout."))
     return 0;
   if (!vm.count("script"))

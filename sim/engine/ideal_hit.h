@@ -18,7 +18,7 @@
 // `prefixsim analyze` computes it for any trace size.
 //
 // Speed: cache mode on small requests with many distinct blocks is where
-// the ideal's share of a replay shows (issue 44). Each request costs one
+// the ideal's share of a replay shows. Each request costs one
 // probe per entry, not a lookup then an insert, prefetched a few entries
 // ahead; a run of one block (a Mooncake-form trace whose ids are one block
 // each) is probed in the 8-byte table; in cache mode the chain handed on

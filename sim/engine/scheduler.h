@@ -1,4 +1,4 @@
-// vLLM v1's synchronous Scheduler (FCFS, prefix caching, chunked prefill)
+// vLLM v1's Scheduler and, with async_scheduling, its AsyncScheduler (FCFS, prefix caching, chunked prefill)
 // over KvCacheManager. `test/data/golden/vllm-v1-scheduler/README.md` (a copy of
 // ../shared/golden/vllm-v1-scheduler) is the
 // specification; "§n" below are its sections. One step is

@@ -135,9 +135,7 @@ nlohmann::ordered_json point_figures(const PointResult& r, const Scenario& s, in
   row["block_hit_rate"] = number(r.cache.block_hit_rate);
   // GPU + KV tiers (the GPU's alone without tiers).
   row["hit_rate_with_tiers"] =
-      r.cache.prompt_tokens ? number(static_cast<double>(r.cache.hit_tokens + r.cache.tier_hit_tokens) /
-                                     static_cast<double>(r.cache.prompt_tokens))
-                            : nlohmann::ordered_json(nullptr);
+      number(hit_rate_with_tiers(r.cache.hit_tokens, r.cache.tier_hit_tokens, r.cache.prompt_tokens));
   row["evictions"] = r.cache.evictions;
   row["refused_requests"] = r.cache.refused_requests;
   row["num_blocks"] = num_blocks;  // the pool of each replica, null block included (report.json kv_cache.num_blocks)

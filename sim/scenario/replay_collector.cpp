@@ -217,9 +217,9 @@ void ReplayCollector::fill(RunReport& report, const EngineResult& engine) const 
                 res.prefix_cache.preempted_queries,  res.prefix_cache.preempted_hits};
   if (tiers_) {
     pc.tier_hit_tokens = res.admitted_tier_hit_tokens;
-    pc.hit_rate_with_tiers = pc.queried_tokens ? static_cast<double>(pc.hit_tokens + pc.tier_hit_tokens) /
-                                                     static_cast<double>(pc.queried_tokens)
-                                               : kNotAvailable;
+    pc.hit_rate_with_tiers = hit_rate_with_tiers(static_cast<int64_t>(pc.hit_tokens),
+                                                 static_cast<int64_t>(pc.tier_hit_tokens),
+                                                 static_cast<int64_t>(pc.queried_tokens));
     const PrefixCacheStats& e = res.tier_cache;
     pc.tier_lookups = {e.requests, e.queries, e.hits, e.preempted_requests, e.preempted_queries, e.preempted_hits};
   }

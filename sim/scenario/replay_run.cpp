@@ -53,9 +53,7 @@ void fill_cache_figures(const CacheReplayResult& r, RunReport& report) {
   pc.lookups.hits = static_cast<uint64_t>(r.hit_tokens);
   if (!report.tiers.empty()) {
     pc.tier_hit_tokens = static_cast<uint64_t>(r.tier_hit_tokens);
-    pc.hit_rate_with_tiers = r.prompt_tokens ? static_cast<double>(r.hit_tokens + r.tier_hit_tokens) /
-                                                   static_cast<double>(r.prompt_tokens)
-                                             : kNotAvailable;
+    pc.hit_rate_with_tiers = hit_rate_with_tiers(r.hit_tokens, r.tier_hit_tokens, r.prompt_tokens);
   }
   report.series_axis = "request";
 }
