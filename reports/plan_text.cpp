@@ -30,7 +30,7 @@ std::string margin_text(const ojson& term, const ojson& row) {
   const bool at_most = term["bound"].get<std::string>() == "<=";
   const double limit = term["limit"].get<double>();
   const double v = number_or_nan(row, metric);
-  const bool pct = !at_most;
+  const bool pct = !at_most || metric == "refusal_rate";  // rates in %, latencies in ms
   return metric + " " + (pct ? fmt(100 * v, 2) + " %" : fmt(v, 1) + " ms") + " (" + (at_most ? "<= " : ">= ") +
          (pct ? fmt(100 * limit, 2) + " %" : fmt(limit, 1) + " ms") + ": " +
          fmt(100 * std::fabs(slo_margin(at_most, limit, v)), 1) + " % " +

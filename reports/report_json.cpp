@@ -214,6 +214,16 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
     j["tiers"] = tiers;
   }
   if (r.backend) j["backend"] = backend_json(*r.backend);
+  if (r.admission) {
+    const AdmissionReport& a = *r.admission;
+    j["admission"] = ojson{{"spec", a.spec},
+                           {"offered_requests", a.offered},
+                           {"held_requests", a.held},
+                           {"max_queue", a.max_queue},
+                           {"refused_saturated", a.refused_saturated},
+                           {"refused_queue_full", a.refused_queue_full},
+                           {"refusal_rate", a.refusal_rate}};
+  }
   j["run"] = ojson{{"refused_requests", r.run.refused_requests},
                    {"warmup_requests", r.run.warmup_requests ? ojson(*r.run.warmup_requests) : ojson(nullptr)},
                    {"event_fingerprint", r.run.event_fingerprint ? ojson(*r.run.event_fingerprint) : ojson(nullptr)},

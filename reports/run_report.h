@@ -209,6 +209,18 @@ struct RouterViewReport {
   uint64_t believed_load = 0, actual_load = 0;  // the chosen replica's requests, summed over decisions
 };
 
+// Admission at the router (--admission): report.json's `admission`. Every
+// latency figure is over the requests served; these are the others.
+struct AdmissionReport {
+  std::string spec;             // with every parameter
+  uint64_t offered = 0;         // requests that reached the router (served or refused)
+  uint64_t held = 0;            // waited in the router's queue, then went on
+  uint64_t max_queue = 0;
+  uint64_t refused_saturated = 0;   // refused at once (no queue)
+  uint64_t refused_queue_full = 0;  // refused: the queue was full
+  double refusal_rate = 0;          // refused / offered
+};
+
 // The real backend mode (replay --backend): what ran every step, the
 // caching check, and (--shadow) the cost model held against the measured
 // steps. report.json's `backend`.
@@ -278,6 +290,7 @@ struct RunReport {
   std::vector<ReplicaReport> replicas;
   FleetImbalance imbalance;
   std::optional<RouterViewReport> router_view;  // only with a lag
+  std::optional<AdmissionReport> admission;     // only with --admission
   std::vector<TierReport> tiers;  // KV tiers below the GPU; empty: none
   std::optional<BackendReport> backend;  // replay --backend only
 };

@@ -153,6 +153,16 @@ std::string render_series_csv(const RunReport& r) {
   return out;
 }
 
+namespace {
+// What admission at the router did, in a line (latency figures are over served requests).
+std::string admission_line(const AdmissionReport& a) {
+  return "admission " + a.spec + ": " + std::to_string(a.refused_saturated + a.refused_queue_full) + " of " +
+         std::to_string(a.offered) + " requests refused (" + pct(a.refusal_rate) + "; " +
+         std::to_string(a.refused_queue_full) + " with the router queue full), " + std::to_string(a.held) +
+         " held at the router (queue up to " + std::to_string(a.max_queue) + "); latencies are of those served";
+}
+}  // namespace
+
 std::string render_summary_md(const RunReport& r) {
   std::string out = "# prefixsim report\n\n";
   out += "- tool: " + r.tool_name + " " + r.tool_version + "\n";
@@ -161,6 +171,7 @@ std::string render_summary_md(const RunReport& r) {
          r.trace.format + "), " + std::to_string(r.trace.requests) + " requests, " +
          std::to_string(r.trace.prompt_tokens) + " prompt tokens, " + std::to_string(r.trace.output_tokens) +
          " output tokens\n";
+  if (r.admission) out += "- " + admission_line(*r.admission) + "\n";
   out += std::string("- KV cache") + (r.replicas.empty() ? "" : " (per replica)") + ": " +
          std::to_string(r.kv_cache.num_blocks) + " blocks of " +
          std::to_string(r.kv_cache.block_size) + " tokens = " + std::to_string(r.kv_cache.capacity_tokens) +
@@ -284,6 +295,7 @@ std::string render_terminal_summary(const RunReport& r) {
            std::to_string(t.engine.preemptions) + " preemptions\n";
     if (!t.load.saturation_line().empty()) out += "  " + t.load.saturation_line() + "\n";
   }
+  if (r.admission) out += "  " + admission_line(*r.admission) + "\n";
   if (r.backend) {
     const BackendReport& b = *r.backend;
     out += "  backend " + b.kind + " (" + b.shape + "): " + std::to_string(b.steps) + " steps, " +

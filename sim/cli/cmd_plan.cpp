@@ -53,7 +53,8 @@ const char* const kDescription =
     "a hit-rate bound can break that (a prefix-blind router spreads sessions thinner as the\n"
     "fleet grows): every violation seen among the runs is reported.\n\n"
     "SLO terms: ttft_mean, ttft_p50, ttft_p90, ttft_p99, queue_p99, e2e_p99 with <= (or =) and\n"
-    "a value in s or ms; hit_rate, block_hit_rate with >= (or =) and a fraction or a percentage.\n"
+    "a value in s or ms; hit_rate, block_hit_rate with >= (or =) and a fraction or a percentage;\n"
+    "refusal_rate (requests not served: never fit, or shed by --admission) with <= (or =).\n"
     "--requests N (the first N requests) bounds a long trace's run time.";
 
 // The search's flags: TPs, fleet size, routers, prices and dimensions.

@@ -12,6 +12,7 @@ namespace {
 constexpr int32_t kPrioArrival = 1;  // after kPrioStepDone (0), before kPrioStartStep (2): engine.cpp
 constexpr uint32_t kArrival = 1;           // the buffered arrival (payload: its ordinal)
 constexpr uint32_t kDependentArrival = 4;  // a parked request whose time came (payload: its park slot)
+constexpr uint32_t kAdmissionRecheck = 7;  // the gate may have room for the held requests
 
 void add(EngineResult& to, const EngineResult& r) {
   to.arrived += r.arrived;
@@ -42,12 +43,13 @@ void add(EngineResult& to, const EngineResult& r) {
 class Driver final : public RequestDoneListener {
  public:
   Driver(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, const RouteFn& route,
-         const BeforeEventFn& before_event)
+         const BeforeEventFn& before_event, const AdmissionGate* gate)
       : loop_(loop),
         source_(source),
         replicas_(replicas),
         route_(route),
         before_event_(before_event),
+        gate_(gate && gate->saturated ? gate : nullptr),
         origin_(source.origin()) {}
 
   FleetResult run() {
@@ -58,7 +60,7 @@ class Driver final : public RequestDoneListener {
       if (before_event_) before_event_(ev.time);
       if (ev.kind == kArrival) {
         ++arrived_;
-        hand_over(next_);
+        admit(next_);
         pull();  // keep exactly one future arrival buffered
       } else if (ev.kind == kDependentArrival) {
         Request r = std::move(parked_[ev.payload].request);
@@ -66,14 +68,20 @@ class Driver final : public RequestDoneListener {
         free_parked_.push_back(static_cast<uint32_t>(ev.payload));
         --num_parked_;
         r.arrival = loop_.now();  // its latency counts from here
-        hand_over(r);
+        admit(r);
+      } else if (ev.kind == kAdmissionRecheck && gate_) {
+        recheck_pending_ = false;
+        release_held();
       } else {
         const uint32_t owner = ev.kind / Engine::kKindsPerReplica;
         if (ev.kind % Engine::kKindsPerReplica == 1 || owner >= replicas_.size())
           throw InternalError("event loop: unknown event kind " + std::to_string(ev.kind));
         replicas_[owner]->dispatch(ev);
+        if (!held_.empty()) release_held();
       }
     }
+    if (!held_.empty())
+      throw InternalError("admission: " + std::to_string(held_.size()) + " request(s) still held at the router");
     for (Engine* e : replicas_) e->set_done_listener(nullptr);
     if (num_parked_ > 0)
       throw InternalError("engine: " + std::to_string(num_parked_) +
@@ -86,6 +94,7 @@ class Driver final : public RequestDoneListener {
     out.total.end_time = loop_.now();
     out.total.events = loop_.processed();
     out.total.event_fingerprint = loop_.fingerprint();
+    out.admission = admission_;
     return out;
   }
 
@@ -108,6 +117,41 @@ class Driver final : public RequestDoneListener {
     size_t left = 0;   // dependencies not done yet
     TimeNs ready = 0;  // the latest finish among those done
   };
+
+  // An arrival through the gate: on to a replica, held at the router, or refused.
+  void admit(Request& r) {
+    if (!gate_ || (held_.empty() && !gate_->saturated())) {
+      hand_over(r);
+      return;
+    }
+    if (held_.size() >= gate_->queue) {
+      ++(gate_->queue == 0 ? admission_.refused_saturated : admission_.refused_queue_full);
+      if (r.awaitable) request_done(r, loop_.now());  // it will never run: whoever waits for it goes on
+      return;
+    }
+    held_.push_back(std::move(r));
+    ++admission_.held;
+    admission_.max_queue = std::max<uint64_t>(admission_.max_queue, held_.size());
+    schedule_recheck();
+  }
+
+  // The held requests, in order, while the fleet has room.
+  void release_held() {
+    while (!held_.empty() && !gate_->saturated()) {
+      Request r = std::move(held_.front());
+      held_.pop_front();
+      hand_over(r);
+    }
+    if (!held_.empty()) schedule_recheck();
+  }
+
+  void schedule_recheck() {
+    if (recheck_pending_ || !gate_->recheck_at) return;
+    const TimeNs at = gate_->recheck_at(loop_.now());
+    if (at <= loop_.now()) return;
+    loop_.schedule(at, kPrioArrival, kAdmissionRecheck, 0);
+    recheck_pending_ = true;
+  }
 
   void hand_over(Request& r) {
     const uint32_t i = route_(r);
@@ -175,6 +219,10 @@ class Driver final : public RequestDoneListener {
   std::span<Engine* const> replicas_;
   const RouteFn& route_;
   const BeforeEventFn& before_event_;
+  const AdmissionGate* gate_;  // nullptr: every request goes on
+  std::deque<Request> held_;   // waiting at the router, oldest first
+  bool recheck_pending_ = false;
+  AdmissionStats admission_;
   std::string origin_;
   Request next_;  // the one buffered arrival
   TimeNs last_arrival_ = 0;
@@ -190,13 +238,13 @@ class Driver final : public RequestDoneListener {
 }  // namespace
 
 FleetResult drive_replicas(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas,
-                           const RouteFn& route, const BeforeEventFn& before_event) {
+                           const RouteFn& route, const BeforeEventFn& before_event, const AdmissionGate* gate) {
   if (loop.processed() > 0) throw InternalError("drive_replicas: the event loop already ran");
   for (size_t i = 0; i < replicas.size(); ++i)
     if (replicas[i]->index() != i)
       throw InternalError("drive_replicas: replica " + std::to_string(i) + " has index " +
                           std::to_string(replicas[i]->index()));
-  return Driver(loop, source, replicas, route, before_event).run();
+  return Driver(loop, source, replicas, route, before_event, gate).run();
 }
 
 }  // namespace prefixsim

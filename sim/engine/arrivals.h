@@ -8,12 +8,15 @@
 // parked until those finish; arrivals.cpp says how.
 //
 // Event kinds: replica i owns [3i, 3i + 3) except 3i + 1; the driver's are
-// the kinds 3k + 1 (arrival = 1, a parked request's arrival = 4), so a one-replica fleet's event stream, and
+// the kinds 3k + 1 (arrival = 1, a parked request's arrival = 4, the admission gate's recheck = 7), so a
+// one-replica fleet's event stream, and
 // its fingerprint, are those of the engine before fleets existed. Arrivals
 // run after step ends and before step starts at the same instant (their
 // priorities), whichever replica the steps belong to.
 #pragma once
 
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <span>
 #include <vector>
@@ -24,9 +27,34 @@
 
 namespace prefixsim {
 
+// What the admission gate did (zeros without one).
+struct AdmissionStats {
+  uint64_t held = 0;                // requests that waited in the router's queue (then went on)
+  uint64_t refused_saturated = 0;   // refused at once: the fleet was saturated and the queue holds none
+  uint64_t refused_queue_full = 0;  // refused: the fleet was saturated and the queue was full
+  uint64_t max_queue = 0;           // the longest the queue got
+  uint64_t refused() const { return refused_saturated + refused_queue_full; }
+};
+
 struct FleetResult {
   EngineResult total;                 // summed over replicas; the loop's time, events and fingerprint
   std::vector<EngineResult> replicas;  // by replica index
+  AdmissionStats admission;
+};
+
+// Admission at the router, before routing (sim/fleet/admission.h builds it):
+// while `saturated()` says no replica has room, an arrival waits in a FIFO at
+// the router of at most `queue` requests, or is refused when it is full
+// (queue 0: refused at once; a refused request never runs, and requests that
+// wait for it go on as for one the engine refuses). Held requests go on, in
+// order, as soon as the fleet is not saturated: checked after every event,
+// and at `recheck_at(now)` when that is later than now (a gate that reads
+// sampled load learns of room only at the next sample). A held request's
+// latency counts from its arrival.
+struct AdmissionGate {
+  std::function<bool()> saturated;
+  size_t queue = 0;
+  std::function<TimeNs(TimeNs)> recheck_at;  // empty: only after events
 };
 
 // Picks the replica (an index into `replicas`) for a request arriving now.
@@ -43,6 +71,7 @@ using BeforeEventFn = std::function<void(TimeNs)>;
 // `loop` with indices 0..n-1. Throws InputError when arrivals go back in
 // time, InternalError when a route is out of range.
 FleetResult drive_replicas(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas,
-                           const RouteFn& route, const BeforeEventFn& before_event = {});
+                           const RouteFn& route, const BeforeEventFn& before_event = {},
+                           const AdmissionGate* gate = nullptr);
 
 }  // namespace prefixsim

@@ -103,7 +103,8 @@ class LaggedIndices {
 }  // namespace
 
 FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, Router& router,
-                      int32_t block_size, TimeNs kv_lag, RouterViewStats* stats, TimeNs scrape) {
+                      int32_t block_size, TimeNs kv_lag, RouterViewStats* stats, TimeNs scrape,
+                      const AdmissionConfig& admission) {
   if (scrape < 0) throw InternalError("fleet: negative load sample period");
   LaggedIndices lagged(replicas, loop, kv_lag);
   const bool sampled = scrape > 0 && router.reads_scraped_load();
@@ -146,7 +147,18 @@ FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* 
     }
     return choice;
   };
-  return drive_replicas(loop, source, replicas, route, before_event);
+  AdmissionGate gate;
+  if (admission.enabled) {
+    gate.queue = static_cast<size_t>(admission.queue);
+    gate.saturated = [&] {
+      for (uint32_t i = 0; i < view.size(); ++i)
+        if (static_cast<int64_t>(view.waiting(i)) <= admission.waiting && view.kv_usage(i) <= admission.kv) return false;
+      return true;
+    };
+    // Sampled load shows room only at the next sample.
+    if (sampled) gate.recheck_at = [scrape](TimeNs t) { return (t / scrape + 1) * scrape; };
+  }
+  return drive_replicas(loop, source, replicas, route, before_event, admission.enabled ? &gate : nullptr);
 }
 
 double max_over_mean(std::span<const uint64_t> per_replica) {

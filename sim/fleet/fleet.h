@@ -12,6 +12,7 @@
 #include "sim/engine/engine.h"
 #include "sim/engine/event_loop.h"
 #include "sim/engine/request_source.h"
+#include "sim/fleet/admission.h"
 #include "sim/fleet/router.h"
 #include "sim/fleet/router_view.h"
 
@@ -31,8 +32,11 @@ namespace prefixsim {
 // `stats`, when given, receives what the router believed against the truth
 // at each decision (the prefix under a lag, when it reads prompt blocks;
 // the chosen replica's load under sampling).
+// `admission`, when enabled, gates arrivals before the router (admission.h),
+// reading the load as the router does.
 FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, Router& router,
-                      int32_t block_size, TimeNs kv_lag = 0, RouterViewStats* stats = nullptr, TimeNs scrape = 0);
+                      int32_t block_size, TimeNs kv_lag = 0, RouterViewStats* stats = nullptr, TimeNs scrape = 0,
+                      const AdmissionConfig& admission = {});
 
 // A fleet's load imbalance: the largest per-replica count over the mean (1
 // is even; N means one replica took everything); 0 when all are 0.

@@ -58,7 +58,8 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
   PointObserver obs(ctx.block_size, s.check_invariants ? pools : std::vector<const BlockPool*>{});
   fleet.set_observer(&obs);
   VectorSource src(std::span<const Request>(*in.requests), in.format);  // shared by every point
-  const EngineResult res = obs.counted.counted(fleet.run(src).total);  // warm-up requests left out
+  const FleetResult fr = fleet.run(src);
+  const EngineResult res = obs.counted.counted(fr.total);  // warm-up requests left out
   CacheReplayResult& r = out.cache;
   r.requests = res.finished;
   r.prompt_tokens = static_cast<int64_t>(res.admitted_prompt_tokens);
@@ -73,7 +74,7 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
       r.queried_blocks ? static_cast<double>(r.hit_blocks) / static_cast<double>(r.queried_blocks) : 0;
   r.evictions = 0;
   for (const BlockPool* p : pools) r.evictions += p->evictions();
-  r.refused_requests = res.refused;
+  r.refused_requests = res.refused + fr.admission.refused();  // never fit, or shed at the router
   if (s.replicas > 1) {
     obs.per_replica.resize(static_cast<size_t>(s.replicas));
     out.imbalance = res.finished ? max_over_mean(obs.per_replica) : NAN;

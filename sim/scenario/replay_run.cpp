@@ -117,6 +117,7 @@ void fill_engine_figures(const Fleet& fleet, const FleetResult& fres, const Idea
   for (uint64_t e : evictions) report.prefix_cache.evictions += e;
   collector.fill_fleet(report, fres.replicas, evictions);
   report.router_view = fleet.router_view_report();
+  report.admission = fleet.admission_report(fres);
   report.tiers = fleet.tiers.report();
   report.run.event_fingerprint = res.event_fingerprint;
 }

@@ -17,6 +17,7 @@
 #include "sim/base/text_fields.h"
 #include "sim/base/json_out.h"
 #include "sim/base/yaml_doc.h"
+#include "sim/fleet/admission.h"
 
 namespace prefixsim {
 
@@ -123,6 +124,10 @@ const std::vector<ScenarioOption>& scenario_options() {
       {"router-scrape-ms", "router_scrape_ms", &Scenario::router_scrape_ms, Echo::if_changed, kAll,
        "with --replicas: a router that reads the replicas' load from their metrics (llm-d, least-loaded) reads it as "
        "sampled every this many ms, as llm-d's scheduler scrapes vLLM's (50 ms by default there); 0 (default): live"},
+      {"admission", "admission", &Scenario::admission, Echo::if_changed, kAll,
+       "admission at the router: off (default), or saturation[:waiting=5,kv=0.8,queue=0]: while every replica has "
+       "more than `waiting` requests waiting or more than `kv` of its KV pool in use (llm-d's saturation detector), "
+       "a request waits in a router queue of `queue` requests, or is refused when it is full"},
       {"model", "model", &Scenario::model, Echo::value, kAll,
        "model from the catalog (default llama-3.1-8b; see prefixsim catalog)"},
       {"gpu", "gpu", &Scenario::gpu, Echo::value, kAll, "GPU from the catalog (default h100-sxm-80gb)"},
@@ -348,6 +353,8 @@ void validate(const Scenario& s) {
     bad("--router-kv-lag-ms", "must be in [0, 3600000] ms, got " + number_text(s.router_kv_lag_ms));
   if (!(s.router_scrape_ms >= 0 && s.router_scrape_ms <= 3.6e6))
     bad("--router-scrape-ms", "must be in [0, 3600000] ms, got " + number_text(s.router_scrape_ms));
+  if (parse_admission(s.admission).enabled && s.mode == "cache")
+    bad("--admission", "engine mode only (cache mode replays one request at a time: no load to shed)");
   if (!(s.conversation_rate > 0 && s.conversation_rate < 1e9)) bad("--conversation-rate", "must be in (0, 1e9) conversations per second");
   if (!(s.gpu_mem_util > 0 && s.gpu_mem_util <= 1)) bad("--gpu-mem-util", "must be in (0, 1]");
   if (s.tp < 1 || s.tp > 64) bad("--tp", "must be in [1, 64]");

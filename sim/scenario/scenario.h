@@ -46,6 +46,7 @@ struct Scenario {
   std::string router = "round-robin";   // name[:key=value,...] (sim/fleet/router.h)
   double router_kv_lag_ms = 0;          // the replicas' KV events reach the router this late (sim/fleet/router_view.h)
   double router_scrape_ms = 0;          // the router reads the replicas' load as sampled this often (sim/fleet/fleet.h)
+  std::string admission = "off";        // admission and shedding at the router (sim/fleet/admission.h)
 
   std::string model = "llama-3.1-8b";
   std::string gpu = "h100-sxm-80gb";

@@ -167,7 +167,10 @@ Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_block
 
 Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
              const PolicyContext& ctx, const ExecutorWrap* wrap)
-    : block_size(s.block_size), router_kv_lag_ms(s.router_kv_lag_ms), router_scrape_ms(s.router_scrape_ms) {
+    : block_size(s.block_size),
+      router_kv_lag_ms(s.router_kv_lag_ms),
+      router_scrape_ms(s.router_scrape_ms),
+      admission(parse_admission(s.admission)) {
   RouterContext rctx;
   rctx.replicas = static_cast<uint32_t>(s.replicas);
   rctx.block_size = s.block_size;
@@ -191,11 +194,26 @@ void Fleet::add_tiers(const std::vector<TierSpec>& specs) {
 }
 
 FleetResult Fleet::run(RequestSource& source) {
-  return run_fleet(loop, source, engines, *router, block_size, router_kv_lag(), &router_view, router_scrape());
+  return run_fleet(loop, source, engines, *router, block_size, router_kv_lag(), &router_view, router_scrape(),
+                   admission);
 }
 
 TimeNs Fleet::router_kv_lag() const { return static_cast<TimeNs>(std::llround(router_kv_lag_ms * 1e6)); }
 TimeNs Fleet::router_scrape() const { return static_cast<TimeNs>(std::llround(router_scrape_ms * 1e6)); }
+
+std::optional<AdmissionReport> Fleet::admission_report(const FleetResult& r) const {
+  if (!admission.enabled) return std::nullopt;
+  const AdmissionStats& a = r.admission;
+  AdmissionReport out;
+  out.spec = admission_text(admission);
+  out.offered = r.total.arrived + a.refused();
+  out.held = a.held;
+  out.max_queue = a.max_queue;
+  out.refused_saturated = a.refused_saturated;
+  out.refused_queue_full = a.refused_queue_full;
+  out.refusal_rate = out.offered ? static_cast<double>(a.refused()) / static_cast<double>(out.offered) : 0.0;
+  return out;
+}
 
 std::optional<RouterViewReport> Fleet::router_view_report() const {
   const bool kv = router_kv_lag() > 0 && router->needs_prompt_blocks();

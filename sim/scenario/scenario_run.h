@@ -19,6 +19,7 @@
 #include "policies/registry.h"
 #include "sim/engine/arrivals.h"
 #include "sim/engine/engine.h"
+#include "sim/fleet/admission.h"
 #include "sim/fleet/router.h"
 #include "sim/fleet/router_view.h"
 #include "sim/engine/request_source.h"
@@ -98,6 +99,8 @@ struct Fleet {
   // prefix-aware router saw the caches with a lag, or whose router read
   // sampled load.
   std::optional<RouterViewReport> router_view_report() const;
+  // report.json's admission after run(): only with --admission.
+  std::optional<AdmissionReport> admission_report(const FleetResult& r) const;
   TimeNs router_kv_lag() const;  // router_kv_lag_ms on the loop's clock
   TimeNs router_scrape() const;  // router_scrape_ms on the loop's clock
 
@@ -108,6 +111,7 @@ struct Fleet {
   int32_t block_size;
   double router_kv_lag_ms = 0;  // --router-kv-lag-ms
   double router_scrape_ms = 0;  // --router-scrape-ms
+  AdmissionConfig admission;    // --admission
   RouterViewStats router_view;  // what a lagging prefix-aware router believed (run() fills it)
   FleetTiers tiers;
 };

@@ -17,6 +17,7 @@
 #include "sim/base/parallel_for.h"
 #include "sim/base/progress_line.h"
 #include "sim/cost/kv_sizing.h"
+#include "sim/fleet/admission.h"
 #include "sim/scenario/point_run.h"
 #include "sim/scenario/run_memory.h"
 
@@ -96,6 +97,8 @@ class Planner {
   double gpu_cost_ = 0;
   bool priced_ = false;
   std::string cost_unit_;
+  // Rows carry refusal_rate: --admission sheds, or the SLO bounds it.
+  bool with_refusals_ = false;
   std::vector<Shape> shapes_;
   std::vector<Request> requests_;
   std::string format_;
@@ -112,6 +115,8 @@ Planner::Planner(const PlanOptions& o) : o_(o), resolved0_(resolve_scenario(o.ba
   priced_ = gpu_cost_ > 0;
   cost_unit_ = priced_ ? "per hour" : "GPUs";
   ctx_.block_size = o.base.block_size;
+  with_refusals_ = parse_admission(o.base.admission).enabled ||
+                   std::any_of(o.slo.begin(), o.slo.end(), [](const SloTerm& t) { return t.metric == "refusal_rate"; });
 }
 
 Shape Planner::make_shape(int tp, const std::vector<size_t>& at) const {
@@ -213,6 +218,10 @@ ojson Planner::run_fleet(const Shape& shape, int64_t n, const std::string& route
   row["cost"] = static_cast<double>(n) * shape.cost_per_replica;
   const ojson figures = point_figures(r, s, shape.sizing.num_blocks, shape.sizing.capacity_tokens);
   for (auto it = figures.begin(); it != figures.end(); ++it) row[it.key()] = it.value();
+  if (with_refusals_) {  // requests not served (never fit, or shed by --admission) over those offered
+    const uint64_t served = r.cache.requests, refused = r.cache.refused_requests;
+    row["refusal_rate"] = served + refused ? static_cast<double>(refused) / static_cast<double>(served + refused) : 0.0;
+  }
   row["meets"] = meets_slo(o_.slo, figures_of(row));
   const std::lock_guard<std::mutex> lock(mu_);
   ++runs_done_;

@@ -10,15 +10,21 @@
 namespace prefixsim {
 namespace {
 
+enum class MetricKind { latency, hit_rate, refusal_rate };
 struct MetricInfo {
   const char* name;    // as written in --slo
-  const char* column;  // the row's column
-  bool latency;
+  const char* column;  // the row's column (refusal_rate: plan's figures_of derives it)
+  MetricKind kind;
 };
-constexpr MetricInfo kMetrics[] = {
-    {"ttft_mean", "ttft_mean_ms", true}, {"ttft_p50", "ttft_p50_ms", true}, {"ttft_p90", "ttft_p90_ms", true},
-    {"ttft_p99", "ttft_p99_ms", true},   {"queue_p99", "queue_p99_ms", true}, {"e2e_p99", "e2e_p99_ms", true},
-    {"hit_rate", "hit_rate", false},     {"block_hit_rate", "block_hit_rate", false}};
+constexpr MetricInfo kMetrics[] = {{"ttft_mean", "ttft_mean_ms", MetricKind::latency},
+                                   {"ttft_p50", "ttft_p50_ms", MetricKind::latency},
+                                   {"ttft_p90", "ttft_p90_ms", MetricKind::latency},
+                                   {"ttft_p99", "ttft_p99_ms", MetricKind::latency},
+                                   {"queue_p99", "queue_p99_ms", MetricKind::latency},
+                                   {"e2e_p99", "e2e_p99_ms", MetricKind::latency},
+                                   {"hit_rate", "hit_rate", MetricKind::hit_rate},
+                                   {"block_hit_rate", "block_hit_rate", MetricKind::hit_rate},
+                                   {"refusal_rate", "refusal_rate", MetricKind::refusal_rate}};
 
 [[noreturn]] void bad(const std::string& term, const std::string& msg) {
   throw InputError("--slo: '" + term + "': " + msg);
@@ -61,14 +67,20 @@ std::vector<SloTerm> parse_slo(const std::string& text) {
     SloTerm t;
     t.text = term;
     t.metric = m->column;
-    t.at_most = m->latency;
-    if (op != "=" && op != (m->latency ? "<=" : ">="))
-      bad(term, std::string(m->latency ? "a latency is bounded from above: use <= (or =)"
-                                       : "a hit rate is bounded from below: use >= (or =)"));
+    t.at_most = m->kind != MetricKind::hit_rate;
+    if (op != "=" && op != (t.at_most ? "<=" : ">="))
+      bad(term, std::string(m->kind == MetricKind::latency  ? "a latency is bounded from above: use <= (or =)"
+                            : m->kind == MetricKind::hit_rate ? "a hit rate is bounded from below: use >= (or =)"
+                                                              : "a refusal rate is bounded from above: use <= (or =)"));
     std::string v = term.substr(value_at);
     for (const SloTerm& o : out)
       if (o.metric == t.metric) bad(term, "contradictory: " + name + " is bounded twice");
-    if (m->latency) {
+    if (m->kind == MetricKind::refusal_rate) {
+      double scale = 1;
+      if (!v.empty() && v.back() == '%') scale = 0.01, v.pop_back();
+      t.limit = parse_number(term, v) * scale;
+      if (!(t.limit >= 0 && t.limit < 1)) bad(term, "a refusal rate bound is in [0, 1) (or [0%, 100%))");
+    } else if (m->kind == MetricKind::latency) {
       double scale = 0;
       if (v.size() > 2 && v.compare(v.size() - 2, 2, "ms") == 0) scale = 1, v.resize(v.size() - 2);
       else if (v.size() > 1 && v.back() == 's') scale = 1000, v.pop_back();

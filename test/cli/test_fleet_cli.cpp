@@ -146,6 +146,34 @@ TEST_CASE("a router reading load sampled every period sees less than is there; p
   CHECK(json_of(dir + "/own0/report.json")["latency_ms"] == json_of(dir + "/own1000/report.json")["latency_ms"]);
 }
 
+TEST_CASE("admission at the router refuses past the queue, reports it, and latencies cover those served",
+          "[cli][fleet][admission]") {
+  const std::string off = temp_dir("adm-off"), on = temp_dir("adm-on");
+  // 300 multi-turn requests at 1000/s on 2 replicas: far past what they serve.
+  const std::vector<std::string> load = {"--workload", "multi-turn", "--requests", "300", "--rate", "1000",
+                                         "--kv-blocks", "3000", "--replicas", "2", "--router", "kv-aware"};
+  auto r0 = run_cli(args({"replay", "--out", off}, load));
+  REQUIRE(r0.rc == 0);
+  auto r1 = run_cli(args({"replay", "--out", on, "--admission", "saturation:waiting=2,queue=4"}, load));
+  INFO(r1.err);
+  REQUIRE(r1.rc == 0);
+  const json a = json_of(off + "/report.json"), b = json_of(on + "/report.json");
+  CHECK_FALSE(a.contains("admission"));
+  REQUIRE(b.contains("admission"));
+  const json& adm = b["admission"];
+  CHECK(adm["spec"] == "saturation:waiting=2,kv=0.8,queue=4");
+  CHECK(adm["offered_requests"] == 300);
+  const uint64_t refused = adm["refused_saturated"].get<uint64_t>() + adm["refused_queue_full"].get<uint64_t>();
+  CHECK(refused > 0);
+  CHECK(adm["held_requests"].get<uint64_t>() > 0);
+  CHECK(adm["max_queue"].get<uint64_t>() <= 4);
+  CHECK(b["trace"]["requests"].get<uint64_t>() + refused == 300);
+  CHECK(adm["refusal_rate"].get<double>() == Approx(static_cast<double>(refused) / 300));
+  // Shedding is what keeps the served requests' TTFT down.
+  CHECK(b["latency_ms"]["ttft"]["p99"].get<double>() < a["latency_ms"]["ttft"]["p99"].get<double>());
+  CHECK(read_file(on + "/summary.md").find("requests refused") != std::string::npos);
+}
+
 TEST_CASE("fleet misuse is exit 2 naming the flag", "[cli][fleet]") {
   const std::string dir = temp_dir("fleet-bad");
   struct Case {
@@ -161,6 +189,9 @@ TEST_CASE("fleet misuse is exit 2 naming the flag", "[cli][fleet]") {
       {{"--replicas", "2", "--router-scrape-ms", "-5"}, "--router-scrape-ms: must be in [0, 3600000] ms"},
       {{"--replicas", "2", "--router-scrape-ms", "nan"}, "--router-scrape-ms"},
       {{"--replicas", "2", "--steps-out", dir + "/steps.csv"}, "--steps-out: writes one replica's batches"},
+      {{"--replicas", "2", "--admission", "shed"}, "--admission: unknown 'shed'"},
+      {{"--replicas", "2", "--admission", "saturation:kv=1.5"}, "--admission saturation: kv"},
+      {{"--admission", "saturation", "--mode", "cache"}, "--admission: engine mode only"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> a = {"replay", "--out", dir + "/out"};

@@ -65,6 +65,34 @@ TEST_CASE("plan answers with the fewest replicas meeting the SLO, and its runs a
   CHECK(json::parse(read_file(dir + "/spec/plan.json"))["routers_at_answer"].size() == 1);
 }
 
+TEST_CASE("plan bounds the refusal rate of a fleet that sheds at the router, as its replay counts it",
+          "[cli][plan][admission]") {
+  const std::string dir = temp_dir("plan-adm");
+  const std::string trace = dir + "/chat.jsonl";
+  REQUIRE(run_cli({"generate", "rag", "--requests", "400", "--rate", "200", "--seed", "4", "-o", trace}).rc == 0);
+  // llm-d's saturation detector at its defaults; no router queue.
+  const std::string adm = "saturation";
+  auto r = run_cli({"plan", trace, "--slo", "ttft_p99=2s,refusal_rate<=20%", "--tp", "1", "--max-replicas", "64",
+                    "--admission", adm, "--out", dir + "/out", "--quiet"});
+  INFO(r.err << r.out);
+  REQUIRE(r.rc == 0);
+  const json plan = json::parse(read_file(dir + "/out/plan.json"));
+  const json& answer = plan["answer"];
+  REQUIRE(answer.is_object());
+  const double rate = answer["run"]["refusal_rate"].get<double>();
+  CHECK(rate <= 0.2);
+  REQUIRE(answer["one_fewer"].is_object());
+  const json& fewer = answer["one_fewer"];
+  CHECK((fewer["refusal_rate"].get<double>() > 0.2 || fewer["ttft_p99_ms"].get<double>() > 2000));
+  CHECK(answer["margin"]["refusal_rate"]["limit"] == 0.2);
+  const std::string n = std::to_string(answer["replicas"].get<int64_t>());
+  auto rep = run_cli({"replay", trace, "--replicas", n, "--admission", adm, "--quiet", "--out", dir + "/r"});
+  REQUIRE(rep.rc == 0);
+  const json report = json::parse(read_file(dir + "/r/report.json"));
+  CHECK(report["admission"]["refusal_rate"].get<double>() == Approx(rate));
+  CHECK(report["latency_ms"]["ttft"]["p99"] == answer["run"]["ttft_p99_ms"]);
+}
+
 TEST_CASE("plan refuses a bad --slo and says when nothing meets it", "[cli][plan]") {
   const std::string dir = temp_dir("plan-bad");
   const std::string trace = dir + "/chat.jsonl";

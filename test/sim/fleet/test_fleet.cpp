@@ -99,7 +99,7 @@ struct FleetRun {
 };
 
 FleetRun run(const std::vector<Request>& reqs, uint32_t n, const std::string& router, int32_t blocks,
-            TimeNs scrape = 0, RouterViewStats* stats = nullptr) {
+            TimeNs scrape = 0, RouterViewStats* stats = nullptr, const AdmissionConfig& admission = {}) {
   EventLoop loop;
   std::vector<std::unique_ptr<Replica>> reps;
   std::vector<Engine*> engines;
@@ -117,7 +117,7 @@ FleetRun run(const std::vector<Request>& reqs, uint32_t n, const std::string& ro
   auto r = make_router(router, ctx);
   VectorSource src{std::span<const Request>(reqs)};
   FleetRun out;
-  out.result = run_fleet(loop, src, engines, *r, 16, 0, stats, scrape);
+  out.result = run_fleet(loop, src, engines, *r, 16, 0, stats, scrape, admission);
   out.trace = std::move(check.trace);
   for (const auto& rep : reps) out.free_blocks.push_back(rep->pool.num_free());
   return out;
@@ -238,4 +238,71 @@ TEST_CASE("a router reading load sampled every period herds onto the replica tha
   CHECK(none.decisions == 0);  // nothing sampled, nothing tallied
   // Every request finishes whichever view the router had.
   for (const FleetRun* f : {&herd, &sampled, &live}) CHECK(f->result.total.finished == 20);
+}
+
+TEST_CASE("admission that never finds the fleet saturated changes nothing, event for event", "[fleet][admission]") {
+  const auto reqs = multi_turn(6, 4, 5'000'000, 9);
+  const FleetRun plain = run(reqs, 2, "kv-aware", 300);
+  const FleetRun gated = run(reqs, 2, "kv-aware", 300, 0, nullptr, parse_admission("saturation:waiting=1000000,kv=1"));
+  same(plain.result.total, gated.result.total);
+  CHECK(gated.result.admission.held == 0);
+  CHECK(gated.result.admission.refused() == 0);
+  CHECK(plain.trace == gated.trace);
+}
+
+// 40 requests at one instant onto 2 replicas behind round-robin: arrivals
+// run before any step starts, so every admitted request is still waiting
+// when the next arrives. With waiting=2 the fleet is saturated once both
+// replicas hold 3 (requests 1-6 admitted: 3 each); the 7th finds no room.
+TEST_CASE("a saturated fleet sheds at once without a router queue, and holds up to the queue's bound with one",
+          "[fleet][admission]") {
+  auto reqs = multi_turn(10, 4, 0, 5);
+  SECTION("no queue: refused at once") {
+    const FleetRun f = run(reqs, 2, "round-robin", 400, 0, nullptr, parse_admission("saturation:waiting=2"));
+    CHECK(f.result.total.arrived == 6);
+    CHECK(f.result.total.finished == 6);
+    CHECK(f.result.admission.refused_saturated == 34);
+    CHECK(f.result.admission.refused_queue_full == 0);
+    CHECK(f.result.admission.held == 0);
+  }
+  SECTION("a queue of 10: the next 10 wait at the router, the rest are refused; the held ones all run") {
+    const FleetRun f =
+        run(reqs, 2, "round-robin", 400, 0, nullptr, parse_admission("saturation:waiting=2,queue=10"));
+    CHECK(f.result.admission.held == 10);
+    CHECK(f.result.admission.max_queue == 10);
+    CHECK(f.result.admission.refused_queue_full == 24);
+    CHECK(f.result.admission.refused_saturated == 0);
+    CHECK(f.result.total.arrived == 16);
+    CHECK(f.result.total.finished == 16);
+    // A held request's latency counts from its arrival at the router, not
+    // from its release: the last of them starts well after t = 0.
+    CHECK(f.result.total.end_time > run(reqs, 2, "round-robin", 400, 0, nullptr,
+                                        parse_admission("saturation:waiting=2")).result.total.end_time);
+  }
+  SECTION("a gate reading sampled load releases the held requests at a later sample") {
+    // A request every 10 ms, load sampled every 50 ms, a replica busy while
+    // it runs anything (waiting=0, kv=0): held requests go on only when a
+    // sample shows an idle replica, and none is left behind.
+    reqs = multi_turn(10, 4, 10'000'000, 5);
+    const FleetRun f = run(reqs, 2, "least-loaded", 400, 50'000'000, nullptr,
+                           parse_admission("saturation:waiting=0,kv=0,queue=100"));
+    CHECK(f.result.admission.refused() == 0);
+    CHECK(f.result.admission.held > 0);
+    CHECK(f.result.total.finished == 40);
+  }
+}
+
+TEST_CASE("admission specs: off, saturation with its defaults, and bad ones named", "[fleet][admission]") {
+  CHECK_FALSE(parse_admission("off").enabled);
+  const AdmissionConfig d = parse_admission("saturation");
+  CHECK(d.enabled);
+  CHECK(d.waiting == 5);  // GAIE's DefaultQueueDepthThreshold
+  CHECK(d.kv == 0.8);     // and DefaultKVCacheUtilThreshold
+  CHECK(d.queue == 0);
+  CHECK(admission_text(d) == "saturation:waiting=5,kv=0.8,queue=0");
+  CHECK_THROWS_WITH(parse_admission("shed"), Catch::Contains("--admission: unknown 'shed'"));
+  CHECK_THROWS_WITH(parse_admission("saturation:kv=2"), Catch::Contains("kv"));
+  CHECK_THROWS_WITH(parse_admission("saturation:queue=-1"), Catch::Contains("queue"));
+  CHECK_THROWS_WITH(parse_admission("saturation:depth=3"), Catch::Contains("depth"));
+  CHECK_THROWS_AS(parse_admission("off:queue=3"), InputError);
 }

@@ -33,10 +33,21 @@ TEST_CASE("--slo terms parse into bounds in the columns' units", "[plan]") {
   CHECK_FALSE(meets_slo(slo, {{"ttft_p99_ms", 10}, {"hit_rate", 0.6}, {"queue_p99_ms", 1}}));  // one missing
 }
 
+TEST_CASE("a refusal rate is bounded from above, as a fraction or a percentage", "[plan]") {
+  const auto slo = parse_slo("ttft_p99=2s,refusal_rate<=1%");
+  REQUIRE(slo.size() == 2);
+  CHECK(slo[1].metric == "refusal_rate");
+  CHECK(slo[1].at_most);
+  CHECK(slo[1].limit == Approx(0.01));
+  CHECK(parse_slo("refusal_rate=0")[0].limit == 0);
+  CHECK(meets_slo(slo, {{"ttft_p99_ms", 10}, {"refusal_rate", 0.005}}));
+  CHECK_FALSE(meets_slo(slo, {{"ttft_p99_ms", 10}, {"refusal_rate", 0.02}}));
+}
+
 TEST_CASE("bad --slo terms are refused with the term named", "[plan]") {
   for (const char* bad : {"", "ttft_p99", "ttft_p99=2", "ttft_p99>=2s", "hit_rate<=0.5", "hit_rate>=1.5",
                           "nosuch<=1s", "ttft_p99=2s,", "ttft_p99=2s,ttft_p99=3s", "ttft_p99=-1s", "ttft_p99=xs",
-                          "=2s"}) {
+                          "=2s", "refusal_rate>=1%", "refusal_rate=100%", "refusal_rate=-0.1"}) {
     INFO(bad);
     CHECK_THROWS_AS(parse_slo(bad), InputError);
   }
