@@ -25,43 +25,11 @@ std::string pct(double fraction) {
   return buf;
 }
 
-// Every mlp.csv under dir (or dir itself), in path order.
-std::vector<fs::path> find_mlp_files(const std::string& dir) {
-  std::error_code ec;
-  if (fs::is_regular_file(dir, ec)) return {fs::path(dir)};
-  if (!fs::is_directory(dir, ec)) throw InputError("--from-vidur: " + dir + ": no such folder or file");
-  std::vector<fs::path> out;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    if (it->is_regular_file() && it->path().filename() == "mlp.csv") out.push_back(it->path());
-  if (ec) throw InputError("--from-vidur: " + dir + ": " + ec.message());
-  std::sort(out.begin(), out.end());
-  if (out.empty())
-    throw InputError("--from-vidur: no mlp.csv under " + dir +
-                     " (Vidur's layout: data/profiling/compute/<gpu>/<org>/<model>/mlp.csv)");
-  return out;
-}
-
-// Vidur's GPU folder: the component after "compute", else the one two above
-// the file (<gpu>/<org>/<model>/mlp.csv).
-std::string vidur_gpu_of(const fs::path& file) {
-  std::vector<std::string> parts;
-  for (const auto& p : file.parent_path()) parts.push_back(p.string());
-  for (size_t i = 0; i + 1 < parts.size(); ++i)
-    if (parts[i] == "compute") return parts[i + 1];
-  return parts.size() >= 3 ? parts[parts.size() - 3] : "";
-}
-
-std::string model_dir_of(const fs::path& file) {
-  const fs::path dir = file.parent_path();
-  return dir.parent_path().filename().string() + "/" + dir.filename().string();
-}
-
 }  // namespace
 
 int calibrate_from_vidur(const VidurCalibrateArgs& a) {
   load_catalog_env();
-  const std::vector<fs::path> files = find_mlp_files(a.dir);
+  const std::vector<fs::path> files = vidur_mlp_files(a.dir);
   if (!a.model.empty() && files.size() > 1)
     throw InputError("--model: names the model of one mlp.csv, but " + a.dir + " holds " +
                      std::to_string(files.size()));
@@ -79,7 +47,7 @@ int calibrate_from_vidur(const VidurCalibrateArgs& a) {
     const std::string vgpu = vidur_gpu_of(file);
     const std::string gpu_name = a.gpu.empty() ? vidur_gpu_catalog_name(vgpu) : find_gpu(a.gpu, "--gpu").name;
     const ModelSpec* model = a.model.empty() ? match_vidur_model(t) : &find_model(a.model, "--model");
-    std::cout << "Vidur " << vgpu << " " << model_dir_of(file) << " (" << file.string() << "): model "
+    std::cout << "Vidur " << vgpu << " " << vidur_model_dir_of(file) << " (" << file.string() << "): model "
               << (model ? model->name : "not in the catalog (operators only)") << ", GPU "
               << (gpu_name.empty() ? "not in the catalog" : gpu_name) << "\n";
     for (int tp : t.tp_degrees()) {
@@ -100,7 +68,7 @@ int calibrate_from_vidur(const VidurCalibrateArgs& a) {
       if (tp > 1 && model->kv_heads % tp != 0) continue;  // a TP degree the model cannot shard
       const std::string source = (a.source.empty() ? std::string("Vidur profiles") : a.source) + ", file " +
                                  (a.source.empty() ? file.string() : "data/profiling/compute/" + vgpu + "/" +
-                                                                          model_dir_of(file) + "/mlp.csv");
+                                                                          vidur_model_dir_of(file) + "/mlp.csv");
       const Profile p = vidur_profile(fit, *model, gpu, vgpu, source, date);
       const std::string out = a.out_dir + "/" + gpu.name + "." + model->name + ".tp" + std::to_string(tp) + ".json";
       write_profile(out, p);

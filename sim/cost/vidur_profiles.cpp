@@ -1,6 +1,7 @@
 #include "sim/cost/vidur_profiles.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <string_view>
 
@@ -206,6 +207,37 @@ Profile vidur_profile(const VidurFit& fit, const ModelSpec& model, const GpuSpec
                  "all-reduce from the roofline (Vidur's attention.csv are Git LFS objects, not in the snapshot "
                  "read). MAPEs are of the non-attention step on held-out Vidur rows.";
   return p;
+}
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> vidur_mlp_files(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_regular_file(dir, ec)) return {fs::path(dir)};
+  if (!fs::is_directory(dir, ec)) throw InputError("--from-vidur: " + dir + ": no such folder or file");
+  std::vector<fs::path> out;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file() && it->path().filename() == "mlp.csv") out.push_back(it->path());
+  if (ec) throw InputError("--from-vidur: " + dir + ": " + ec.message());
+  std::sort(out.begin(), out.end());
+  if (out.empty())
+    throw InputError("--from-vidur: no mlp.csv under " + dir +
+                     " (Vidur's layout: data/profiling/compute/<gpu>/<org>/<model>/mlp.csv)");
+  return out;
+}
+
+std::string vidur_gpu_of(const fs::path& file) {
+  std::vector<std::string> parts;
+  for (const auto& p : file.parent_path()) parts.push_back(p.string());
+  for (size_t i = 0; i + 1 < parts.size(); ++i)
+    if (parts[i] == "compute") return parts[i + 1];
+  return parts.size() >= 3 ? parts[parts.size() - 3] : "";
+}
+
+std::string vidur_model_dir_of(const fs::path& file) {
+  const fs::path dir = file.parent_path();
+  return dir.parent_path().filename().string() + "/" + dir.filename().string();
 }
 
 }  // namespace prefixsim

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,16 @@ struct VidurMlpTable {
 // InputError "FILE:LINE: field 'x': ..." for anything but a well-formed table.
 VidurMlpTable read_vidur_mlp(const std::string& path);
 VidurMlpTable parse_vidur_mlp(const std::string& text, const std::string& file);
+
+// Vidur's layout: data/profiling/compute/<gpu>/<org>/<model>/mlp.csv.
+// Every mlp.csv under `dir` (or `dir` itself, a file), in path order;
+// InputError naming --from-vidur when there is none.
+std::vector<std::filesystem::path> vidur_mlp_files(const std::string& dir);
+// The GPU folder of such a file: the component after "compute", else the one
+// two above the file.
+std::string vidur_gpu_of(const std::filesystem::path& file);
+// "<org>/<model>" of such a file.
+std::string vidur_model_dir_of(const std::filesystem::path& file);
 
 // Vidur's GPU folder name (a100, a40, h100) -> our catalog name, or "".
 std::string vidur_gpu_catalog_name(const std::string& vidur_gpu);
