@@ -4,12 +4,11 @@
 // writes a samples file (sim/cost/calibration_samples.h); this command fits the
 // cost model to it and writes a profile (sim/cost/profile.h) for `replay --profile`.
 // Measuring in-process is not wired: the simulator binary needs no GPU.
-#include <cstdio>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "sim/cost/calibration_samples.h"
+#include "sim/cost/calibration_text.h"
 #include "sim/cost/catalog.h"
 #include "sim/base/atomic_file.h"
 #include "sim/cli/commands.h"
@@ -65,55 +64,6 @@ void print_gpu_help(std::ostream& os) {
         "  validate   hold a profile against measured step times (e.g. a replay's steps timed on the GPU)\n";
 }
 
-std::string fmt_g(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
-}
-
-std::string fmt_pct(double fraction) { return fmt_g("%.2f", fraction * 100) + " %"; }
-
-// The catalog entry the profile stands for: --gpu, else the one H100 the
-// catalog has when the driver's name says H100; guessing any further could
-// pair a profile with the wrong datasheet figures.
-std::string catalog_gpu(const std::string& flag, const ProfileGpu& measured) {
-  if (!flag.empty()) return find_gpu(flag, "--gpu").name;
-  if (measured.name.find("H100") != std::string::npos) return "h100-sxm-80gb";
-  std::string known;
-  for (const GpuSpec& g : gpu_catalog()) known += (known.empty() ? "" : ", ") + g.name;
-  throw InputError("--gpu: required: the samples' GPU '" + measured.name +
-                   "' is not an H100, so name its catalog entry (known: " + known + ")");
-}
-
-void print_summary(const CalibrationSamples& s, const Calibration& cal, const std::string& samples_path,
-                   const std::string& out) {
-  const Profile& p = cal.profile;
-  const CostCoefficients& c = p.coefficients;
-  std::cout << "calibrated " << p.model << " at TP " << p.tp << " on " << p.gpu.catalog << " (" << p.gpu.name
-            << ") from " << samples_path << ":";
-  for (StepKind k : kStepKinds)
-    std::cout << (k == kStepKinds[0] ? " " : ", ") << samples_of_kind(s, k).size() << " " << to_string(k);
-  std::cout << " steps\n"
-            << "  overhead " << fmt_g("%.4g", c.overhead_s * 1e3) << " ms, per seq " << fmt_g("%.4g", c.per_seq_s * 1e6)
-            << " us, linear " << fmt_g("%.4g", c.linear_s_per_token * 1e6) << " us/token, weight floor "
-            << fmt_g("%.4g", c.weight_floor_s * 1e3) << " ms (breakpoint " << fmt_g("%.0f", cal.fit.breakpoint_tokens)
-            << " tokens), attention " << fmt_g("%.4g", c.attn_s_per_unit * 1e9) << " ns/unit, KV read "
-            << fmt_g("%.4g", c.kv_read_s_per_token * 1e9) << " ns/token"
-            << (c.allreduce_s_per_token > 0
-                    ? ", all-reduce " + fmt_g("%.4g", c.allreduce_s_per_token * 1e6) + " us/token (roofline, not timed)"
-                    : "")
-            << "\n"
-            << "  MAPE train " << fmt_pct(p.fit.mape_train) << " (" << p.fit.train_samples << " steps), held-out "
-            << fmt_pct(p.fit.mape_held_out) << " (" << p.fit.held_out_samples << " steps, max "
-            << fmt_pct(p.fit.max_ape_held_out) << ")\n  MAPE per kind, all steps:";
-  for (StepKind k : kStepKinds) {
-    const auto subset = samples_of_kind(s, k);
-    std::cout << (k == kStepKinds[0] ? " " : ", ") << to_string(k) << " "
-              << (subset.empty() ? "-" : fmt_pct(mape(cal.fit.coefficients, subset)));  // against what was timed
-  }
-  std::cout << "\nwrote " << out << " (use it with prefixsim replay --profile " << out << ")\n";
-}
-
 int calibrate_command(const Args& args) {
   po::options_description opts("options");
   opts.add_options()
@@ -161,26 +111,14 @@ int calibrate_command(const Args& args) {
   check_output_file(out, "--out");
   check_not_an_input(out, "--out", {path});
   const CalibrationSamples s = read_calibration_samples(path);
-  const std::string gpu = catalog_gpu(vm.count("gpu") ? vm["gpu"].as<std::string>() : "", s.gpu);
+  const std::string gpu = calibration_gpu(vm.count("gpu") ? vm["gpu"].as<std::string>() : "", s.gpu);
   const Calibration cal = calibrate(s, path, gpu, fit);
   write_profile(out, cal.profile);
   if (vm.count("json"))
     std::cout << profile_text(cal.profile);
   else
-    print_summary(s, cal, path, out);
+    std::cout << calibration_summary_text(s, cal, path, out);
   return 0;
-}
-
-nlohmann::json to_json(const KindError& e) {
-  return {{"steps", e.steps},           {"mape", e.mape},         {"max_ape", e.max_ape}, {"bias", e.bias},
-          {"measured_s", e.measured_s}, {"predicted_s", e.predicted_s}};
-}
-
-std::string error_line(const std::string& what, const KindError& e) {
-  return "  " + what + std::string(what.size() < 8 ? 8 - what.size() : 0, ' ') + std::to_string(e.steps) +
-         " steps: MAPE " + fmt_pct(e.mape) + ", worst " + fmt_pct(e.max_ape) + ", bias " +
-         (e.bias >= 0 ? "+" : "") + fmt_pct(e.bias) + "; summed " + fmt_g("%.4g", e.predicted_s) +
-         " s predicted vs " + fmt_g("%.4g", e.measured_s) + " s measured\n";
 }
 
 int validate_command(const Args& args) {
@@ -197,27 +135,15 @@ int validate_command(const Args& args) {
   if (!vm.count("samples")) throw InputError("--samples: required (usage: " + std::string(kValidateUsage) + ")");
   const std::string path = vm["samples"].as<std::string>();
   const CalibrationSamples s = read_calibration_samples(path);
-  const std::string gpu = catalog_gpu(vm.count("gpu") ? vm["gpu"].as<std::string>() : "", s.gpu);
+  const std::string gpu = calibration_gpu(vm.count("gpu") ? vm["gpu"].as<std::string>() : "", s.gpu);
   const Profile p = resolve_profile(vm["profile"].as<std::string>(), s.model, gpu, s.tp);
   const Validation v = validate_profile(p, s);
   const double limit = vm.count("max-mape") ? vm["max-mape"].as<double>() : -1;
   if (vm.count("max-mape") && !(limit >= 0)) throw InputError("--max-mape: must be a percentage >= 0");
-  if (vm.count("json")) {
-    nlohmann::json j = {{"samples", path}, {"profile", to_json(p)}, {"all", to_json(v.all)}};
-    for (StepKind k : kStepKinds) j["by_kind"][to_string(k)] = to_json(v.by_kind[static_cast<size_t>(k)]);
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << "profile for " << p.model << " at TP " << p.tp << " on " << p.gpu.catalog << " (measured "
-              << p.date.substr(0, 10) << ", held-out MAPE " << fmt_pct(p.fit.mape_held_out) << ") against " << path
-              << ":\n"
-              << error_line("all", v.all);
-    for (StepKind k : kStepKinds)
-      if (v.by_kind[static_cast<size_t>(k)].steps) std::cout << error_line(to_string(k), v.by_kind[static_cast<size_t>(k)]);
-    if (allreduce_untimed(s))
-      std::cout << "  (one shard was timed: the profile's all-reduce term, which it did not time, is left out)\n";
-  }
+  if (vm.count("json")) std::cout << validation_json(p, v, path).dump(2) << "\n";
+  else std::cout << validation_text(p, s, v, path);
   if (limit >= 0 && v.all.mape * 100 > limit) {
-    std::cerr << "prefixsim gpu validate: MAPE " << fmt_pct(v.all.mape) << " is above --max-mape " << limit << " %\n";
+    std::cerr << "prefixsim gpu validate: MAPE " << percent_text(v.all.mape) << " is above --max-mape " << limit << " %\n";
     return 1;
   }
   return 0;

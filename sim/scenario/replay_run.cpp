@@ -60,8 +60,10 @@ void fill_cache_figures(const CacheReplayResult& r, RunReport& report) {
 
 // Cache mode: each request alone (lookup, allocate, free). belady reads the
 // trace ahead (as compare does) and replays it from memory; the others stream.
-void run_cache_mode(const ReplaySetup& setup, PolicyContext& pctx, IdealHitSource& ideal, const ReplayRunOptions& o,
-                    ReplayRun& out) {
+// `policy` is the one run_replay checked the spec with (belady is made again
+// once the pre-pass knows the future).
+void run_cache_mode(const ReplaySetup& setup, PolicyContext& pctx, std::unique_ptr<EvictionPolicy> policy,
+                    IdealHitSource& ideal, const ReplayRunOptions& o, ReplayRun& out) {
   const Scenario& s = setup.scenario;
   CacheSeriesCollector collector(o.progress);
   const CacheReplayHook hook = [&](const CacheReplayer& rep) { return collector.after_request(rep); };
@@ -75,8 +77,8 @@ void run_cache_mode(const ReplaySetup& setup, PolicyContext& pctx, IdealHitSourc
   } else {
     tiers = FleetTiers(setup.tiers, 1, 0, s.block_size);
     ideal.defer();  // accounted after each lookup: the pool's hits are not probed again
-    r = run_cache_replay(ideal, s.block_size, setup.kv.num_blocks, make_policy(s.policy, pctx), s.check_invariants,
-                         hook, tiers.stack(0), &ideal);
+    r = run_cache_replay(ideal, s.block_size, setup.kv.num_blocks, std::move(policy), s.check_invariants, hook,
+                         tiers.stack(0), &ideal);
   }
   out.report.tiers = tiers.report();
   throw_if_interrupted();
@@ -195,7 +197,7 @@ ReplayRun run_replay(const ReplaySetup& setup, const ReplayRunOptions& o) {
   const bool offline = needs_future(s.policy);
   if (offline && s.mode != "cache") refuse_future_in_engine_mode("--policy");
   if (offline) pctx.future = no_future();
-  make_policy(s.policy, pctx);
+  auto policy = make_policy(s.policy, pctx);
   const std::string policy_name = canonical_policy_name(s.policy);
 
   const WarmupSource* warmup = nullptr;
@@ -203,7 +205,7 @@ ReplayRun run_replay(const ReplaySetup& setup, const ReplayRunOptions& o) {
   IdealHitSource ideal(*input, s.block_size, s.mode == "cache");
   ReplayRun out;
   out.report = report_head(setup, policy_name, *input);
-  if (s.mode == "cache") run_cache_mode(setup, pctx, ideal, o, out);
+  if (s.mode == "cache") run_cache_mode(setup, pctx, std::move(policy), ideal, o, out);
   else run_engine_mode(setup, pctx, ideal, warmup, o, policy_name, out);
   throw_if_interrupted();
   finish_report(ideal, warmup, out);
