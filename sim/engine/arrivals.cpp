@@ -43,13 +43,14 @@ void add(EngineResult& to, const EngineResult& r) {
 class Driver final : public RequestDoneListener {
  public:
   Driver(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas, const RouteFn& route,
-         const BeforeEventFn& before_event, const AdmissionGate* gate)
+         const BeforeEventFn& before_event, const AdmissionGate* gate, DriverExtension* extension)
       : loop_(loop),
         source_(source),
         replicas_(replicas),
         route_(route),
         before_event_(before_event),
         gate_(gate && gate->saturated ? gate : nullptr),
+        extension_(extension),
         origin_(source.origin()) {}
 
   FleetResult run() {
@@ -72,6 +73,10 @@ class Driver final : public RequestDoneListener {
       } else if (ev.kind == kAdmissionRecheck && gate_) {
         recheck_pending_ = false;
         release_held();
+      } else if (extension_ && ev.kind >= DriverExtension::kExtensionKindBase &&
+                 ev.kind % Engine::kKindsPerReplica == 1) {
+        extension_->dispatch(ev);
+        if (!held_.empty()) release_held();
       } else {
         const uint32_t owner = ev.kind / Engine::kKindsPerReplica;
         if (ev.kind % Engine::kKindsPerReplica == 1 || owner >= replicas_.size())
@@ -83,6 +88,10 @@ class Driver final : public RequestDoneListener {
     if (!held_.empty())
       throw InternalError("admission: " + std::to_string(held_.size()) + " request(s) still held at the router");
     for (Engine* e : replicas_) e->set_done_listener(nullptr);
+    if (extension_) {
+      const std::string left = extension_->unfinished();
+      if (!left.empty()) throw InternalError("the event loop ran dry with " + left);
+    }
     if (num_parked_ > 0)
       throw InternalError("engine: " + std::to_string(num_parked_) +
                           " request(s) still wait for dependencies that never finished");
@@ -220,6 +229,7 @@ class Driver final : public RequestDoneListener {
   const RouteFn& route_;
   const BeforeEventFn& before_event_;
   const AdmissionGate* gate_;  // nullptr: every request goes on
+  DriverExtension* extension_;
   std::deque<Request> held_;   // waiting at the router, oldest first
   bool recheck_pending_ = false;
   AdmissionStats admission_;
@@ -238,13 +248,14 @@ class Driver final : public RequestDoneListener {
 }  // namespace
 
 FleetResult drive_replicas(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas,
-                           const RouteFn& route, const BeforeEventFn& before_event, const AdmissionGate* gate) {
+                           const RouteFn& route, const BeforeEventFn& before_event, const AdmissionGate* gate,
+                           DriverExtension* extension) {
   if (loop.processed() > 0) throw InternalError("drive_replicas: the event loop already ran");
   for (size_t i = 0; i < replicas.size(); ++i)
     if (replicas[i]->index() != i)
       throw InternalError("drive_replicas: replica " + std::to_string(i) + " has index " +
                           std::to_string(replicas[i]->index()));
-  return Driver(loop, source, replicas, route, before_event, gate).run();
+  return Driver(loop, source, replicas, route, before_event, gate, extension).run();
 }
 
 }  // namespace prefixsim

@@ -8,7 +8,8 @@
 // parked until those finish; arrivals.cpp says how.
 //
 // Event kinds: replica i owns [3i, 3i + 3) except 3i + 1; the driver's are
-// the kinds 3k + 1 (arrival = 1, a parked request's arrival = 4, the admission gate's recheck = 7), so a
+// the kinds 3k + 1 (arrival = 1, a parked request's arrival = 4, the admission gate's recheck = 7, an
+// extension's from 10 on), so a
 // one-replica fleet's event stream, and
 // its fingerprint, are those of the engine before fleets existed. Arrivals
 // run after step ends and before step starts at the same instant (their
@@ -19,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "sim/engine/engine.h"
@@ -67,11 +69,24 @@ using RouteFn = std::function<uint32_t(Request&)>;
 // sample of the replicas' load, sim/fleet/fleet.cpp).
 using BeforeEventFn = std::function<void(TimeNs)>;
 
+// A mechanism beside the replicas with events of its own (disaggregated
+// serving's hand-offs and KV transfers, sim/fleet/disagg.h): the driver's
+// kinds 3k + 1 from kExtensionKindBase on are its, dispatched to it.
+class DriverExtension {
+ public:
+  static constexpr uint32_t kExtensionKindBase = 10;
+  virtual ~DriverExtension() = default;
+  virtual void dispatch(const Event& ev) = 0;
+  // What is still under way when the loop ran dry ("" when nothing is): the
+  // driver throws InternalError with it.
+  virtual std::string unfinished() const { return {}; }
+};
+
 // Replays the whole source through `replicas`, which must have been built on
 // `loop` with indices 0..n-1. Throws InputError when arrivals go back in
 // time, InternalError when a route is out of range.
 FleetResult drive_replicas(EventLoop& loop, RequestSource& source, std::span<Engine* const> replicas,
                            const RouteFn& route, const BeforeEventFn& before_event = {},
-                           const AdmissionGate* gate = nullptr);
+                           const AdmissionGate* gate = nullptr, DriverExtension* extension = nullptr);
 
 }  // namespace prefixsim

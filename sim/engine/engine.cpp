@@ -99,8 +99,10 @@ bool Engine::account_empty_plan(const StepPlan& plan) {
   // A step still in flight (async) ends later and schedules again then.
   if (num_flight_ > 0 || sched_.num_running() + sched_.num_waiting() == 0) return false;
   if (sched_.num_running() == 0 && sched_.num_loading() > 0 && plan.preempted.empty()) {
-    // Only loads from KV tiers under way: wake when the first is done.
+    // Only loads from KV tiers under way: wake when the first is done (a
+    // remote transfer's end wakes the engine itself: remote_kv_ready).
     const TimeNs ready = sched_.next_load_ready();
+    if (ready == Scheduler::kRemotePending) return false;
     if (ready > loop_.now()) {
       loop_.schedule(ready, kPrioStartStep, kind_base_ + kStartStep, res_.steps);
       start_pending_ = true;
@@ -138,8 +140,12 @@ void Engine::start_step() {
   const StepPlan& plan = sched_.schedule();
   // A load before its first admission is part of its TTFT (one after a
   // preemption is not).
-  for (const LoadStart& l : plan.loads)
+  for (const LoadStart& l : plan.loads) {
     if (timing_[l.slot].first_scheduled < 0 && timing_[l.slot].load_start < 0) timing_[l.slot].load_start = now;
+    if (l.ready != Scheduler::kRemotePending) continue;
+    if (!remote_) throw InternalError("engine: a decode leg waits for remote KV and nothing moves it");
+    remote_->remote_kv_wanted(index_, l.slot, sched_.request(l.slot), l.tokens);
+  }
   res_.tier_cache += plan.tier_stats;
   if (plan.empty()) {
     if (account_empty_plan(plan)) request_start();
@@ -208,7 +214,8 @@ void Engine::record_step(const StepPlan& plan, uint64_t index, TimeNs start) {
     const Timing& t = timing_[s];
     const Request& r = sched_.request(s);
     const TimeNs latency = exec_.request_latency(r.prompt_len);  // the API server's part
-    if (r.awaitable && done_) done_->request_done(r, now + latency);
+    // A prefill leg's finish is not the request's (its decode leg's is).
+    if (r.awaitable && done_ && r.leg != Request::Leg::kPrefill) done_->request_done(r, now + latency);
     ++res_.finished;
     res_.prompt_tokens += static_cast<uint64_t>(r.prompt_len);
     res_.output_tokens += static_cast<uint64_t>(sched_.num_outputs(s));
@@ -274,6 +281,16 @@ void Engine::dispatch(const Event& ev) {
   }
 }
 
+void Engine::remote_kv_ready(SlotId slot) {
+  sched_.set_load_ready(slot, loop_.now());
+  request_start();
+}
+
+void Engine::release_held(uint32_t ticket) {
+  sched_.release_held(ticket);
+  request_start();  // the blocks may admit a request waiting for room
+}
+
 EngineResult Engine::finish() {
   // Lookups or preemptions of a last empty plan no step reported.
   res_.preemptions += carried_.preempted;
@@ -281,6 +298,8 @@ EngineResult Engine::finish() {
   carried_ = {};
   if (sched_.num_running() + sched_.num_waiting() > 0 || num_flight_ > 0)
     throw InternalError("engine: the event loop ran dry with requests still queued");
+  if (sched_.num_held() > 0)
+    throw InternalError("engine: " + std::to_string(sched_.num_held()) + " prefill leg(s) still hold their blocks");
   res_.end_time = loop_.now();
   res_.events = loop_.processed();
   res_.event_fingerprint = loop_.fingerprint();

@@ -69,6 +69,12 @@ struct RequestRecord {
   int64_t hit_tokens = 0;      // local prefix hit at its first admission
   int64_t tier_hit_tokens = 0; // loaded from KV tiers before its first admission
   uint32_t preemptions = 0;
+  // Disaggregated serving (sim/fleet/disagg.h), -1 otherwise: the prefill
+  // leg's first token as the proxy got it, and the decode leg's KV transfer
+  // (blocks allocated on the decode instance; KV read).
+  TimeNs prefill_done = -1;
+  TimeNs transfer_start = -1;
+  TimeNs transfer_done = -1;
 
   TimeNs ttft() const { return first_token - arrival; }
   // TTFT = queueing + loading + prefill: waiting before its lookup found
@@ -111,6 +117,15 @@ class RequestDoneListener {
  public:
   virtual ~RequestDoneListener() = default;
   virtual void request_done(const Request& r, TimeNs at) = 0;
+};
+
+// Disaggregated serving (sim/fleet/disagg.h): told when a decode leg
+// (Request::Leg::kDecode) has its blocks and waits for its prompt's KV, so
+// the transfer can start; the engine hears of its end by remote_kv_ready.
+class RemoteKvListener {
+ public:
+  virtual ~RemoteKvListener() = default;
+  virtual void remote_kv_wanted(uint32_t replica, SlotId slot, const Request& r, int64_t tokens) = 0;
 };
 
 class EngineObserver {
@@ -158,6 +173,13 @@ class Engine {
 
   void set_observer(EngineObserver* obs) { obs_ = obs; }
   void set_done_listener(RequestDoneListener* l) { done_ = l; }
+  void set_remote_kv_listener(RemoteKvListener* l) { remote_ = l; }
+  // The transfer of a decode leg's KV (slot from remote_kv_wanted) is done:
+  // it is admitted at the next step.
+  void remote_kv_ready(SlotId slot);
+  // The decode side has read a finished prefill leg's KV: its blocks go
+  // back to the pool (and stay cached).
+  void release_held(uint32_t ticket);
   // KV tiers below this replica's pool (kv_tier.h): looked up after the GPU
   // prefix, loads timed on the replica's links. Set before the run.
   void set_tiers(KvTierStack* tiers);
@@ -215,6 +237,7 @@ class Engine {
   Scheduler sched_;
   EngineObserver* obs_ = nullptr;
   RequestDoneListener* done_ = nullptr;
+  RemoteKvListener* remote_ = nullptr;
   KvTierStack* tiers_ = nullptr;
   std::unique_ptr<EventLoop> own_loop_;  // a lone replica's
   EventLoop& loop_;

@@ -43,6 +43,17 @@ struct Request {
   TimeNs wait_after = 0;
   bool awaitable = false;
 
+  // Disaggregated serving (sim/fleet/disagg.h): one leg of a request split
+  // over a prefill and a decode instance, named by the coordinator's
+  // `ticket`. A prefill leg's blocks stay held when it finishes (vLLM's
+  // delay_free_blocks under do_remote_decode) until the decode side has read
+  // them; a decode leg's prompt KV comes from the prefill instance (vLLM's
+  // do_remote_prefill): after its local lookup it allocates the rest and
+  // waits for the transfer (WAITING_FOR_REMOTE_KVS).
+  enum class Leg : uint8_t { kWhole, kPrefill, kDecode };
+  Leg leg = Leg::kWhole;
+  uint32_t ticket = 0;
+
   // The prompt's hash chain, when a stage upstream already computed it (the
   // replay's ideal-hit-rate pass does), so the scheduler does not hash the
   // prompt a second time. Derived data: empty unless set, and used only

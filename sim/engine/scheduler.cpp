@@ -91,6 +91,7 @@ SlotId Scheduler::add_request(Request&& r) {
   q.num_preemptions = 0;
   q.status = SeqStatus::kWaiting;
   q.loading = false;
+  q.remote_pending = q.req.leg == Request::Leg::kDecode;
   waiting_.push_back(s);  // _enqueue_waiting_request: the tail
   ++live_;
   return s;
@@ -240,12 +241,16 @@ bool Scheduler::admit_waiting(SlotId s, int64_t& budget) {
   LookupResult hit;
   if (loaded) {
     adm.hit_tokens = q.load_gpu_hit;
-    adm.tier_hit_tokens = q.load_until - q.load_gpu_hit;
+    adm.tier_hit_tokens = q.req.leg == Request::Leg::kDecode ? 0 : q.load_until - q.load_gpu_hit;
   } else {
     kv_.pool().policy().on_request(lookup_counter_++);
     prepare_for_lookup(q);
     // The lookup's stats are recorded now, whether or not it is admitted (§8).
     hit = kv_.lookup(q.chain, q.num_tokens, q.num_preemptions > 0, !q.req.warmup);
+    if (q.remote_pending) {
+      const LoadOutcome lo = start_remote_load(s, hit);
+      return lo == LoadOutcome::kStarted;  // no room: it waits at the head
+    }
     if (tiers_) {
       const LoadOutcome lo = start_load(s, hit);
       if (lo == LoadOutcome::kStarted) return true;
@@ -294,15 +299,50 @@ Scheduler::LoadOutcome Scheduler::start_load(SlotId s, const LookupResult& hit) 
   (q.num_preemptions > 0 ? ts.preempted_hits : ts.hits) += static_cast<uint64_t>(tokens);
   if (tiers_->observed())  // the real backend mode copies the blocks' KV now
     for (size_t i = gpu_blocks; i < gpu_blocks + found; ++i) tiers_->note_loaded(i, q.chain.hashes()[i], q.kv.blocks[i]);
+  set_aside_loading(s, hit.hit_tokens + tokens, hit.hit_tokens, tokens, tiers_->load(now_));
+  return LoadOutcome::kStarted;
+}
+
+// vLLM's NixlConnector on the decode side (get_num_new_matched_tokens with
+// do_remote_prefill): every prompt token past the local prefix comes from
+// the prefill instance, blocks allocated now (the last, partial one too);
+// once read, the last prompt token is recomputed to sample the first output
+// (_update_waiting_for_remote_kv). Only at the first admission: a preempted
+// decode leg recomputes locally, as do_remote_prefill is cleared once used.
+Scheduler::LoadOutcome Scheduler::start_remote_load(SlotId s, const LookupResult& hit) {
+  Seq& q = *seqs_[s];
+  const int64_t tokens = q.num_tokens - hit.hit_tokens;
+  if (!kv_.allocate_for_load(q.kv, q.chain, q.num_tokens, hit.blocks, hit.hit_tokens, tokens,
+                             cfg_.full_sequence_must_fit, inflight_prefill_reserved_blocks()))
+    return LoadOutcome::kNoRoom;
+  q.remote_pending = false;
+  set_aside_loading(s, q.num_tokens - 1, hit.hit_tokens, tokens, kRemotePending);
+  return LoadOutcome::kStarted;
+}
+
+void Scheduler::set_aside_loading(SlotId s, int64_t load_until, int64_t gpu_hit, int64_t tokens, TimeNs ready) {
+  Seq& q = *seqs_[s];
   q.loading = true;
   ++num_loading_;
-  q.load_ready = tiers_->load(now_);
-  q.load_gpu_hit = hit.hit_tokens;
-  q.load_until = hit.hit_tokens + tokens;
-  plan_.loads.push_back({s, tokens, q.load_ready});
+  q.load_ready = ready;
+  q.load_gpu_hit = gpu_hit;
+  q.load_until = load_until;
+  plan_.loads.push_back({s, tokens, ready});
   waiting_.pop_front();
   set_aside_.push_back(s);
-  return LoadOutcome::kStarted;
+}
+
+void Scheduler::set_load_ready(SlotId s, TimeNs ready) {
+  Seq& q = *seqs_[s];
+  if (!q.loading || q.load_ready != kRemotePending) throw InternalError("scheduler: no remote load pending in that slot");
+  q.load_ready = ready;
+}
+
+void Scheduler::release_held(uint32_t ticket) {
+  const auto it = held_.find(ticket);
+  if (it == held_.end()) throw InternalError("scheduler: no blocks held for ticket " + std::to_string(ticket));
+  kv_.free(it->second);
+  held_.erase(it);
 }
 
 // vLLM's reservation for async loads (vllm-project/vllm#44560): a load may
@@ -380,7 +420,14 @@ void Scheduler::apply_output(StepPlan& plan) {
       // Freed right away, in scheduled order: this sets the free-queue order.
       // (Async: a request preempted while its last token was in flight
       // holds no blocks; it leaves `waiting`.)
-      kv_.free(q.kv);
+      // A prefill leg's blocks wait for the decode side to read them.
+      if (q.req.leg == Request::Leg::kPrefill && !q.kv.blocks.empty()) {
+        KvSeq& held = held_[q.req.ticket];
+        if (!held.blocks.empty()) throw InternalError("scheduler: ticket " + std::to_string(q.req.ticket) + " held twice");
+        std::swap(held, q.kv);
+      } else {
+        kv_.free(q.kv);
+      }
       finished_waiting |= q.status == SeqStatus::kPreempted;
       q.status = SeqStatus::kFinished;
       plan.finished.push_back(e.slot);

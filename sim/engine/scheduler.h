@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -153,6 +154,14 @@ class Scheduler {
   // (INT64_MAX when none).
   size_t num_loading() const { return num_loading_; }
   TimeNs next_load_ready() const;
+  // Disaggregated serving (Request::leg). A decode leg's remote load is
+  // started (LoadStart::ready == kRemotePending) with its ready time
+  // unknown: the transfer's end is told with set_load_ready. A finished
+  // prefill leg's blocks are held under its ticket until release_held.
+  static constexpr TimeNs kRemotePending = INT64_MAX;
+  void set_load_ready(SlotId s, TimeNs ready);
+  void release_held(uint32_t ticket);
+  size_t num_held() const { return held_.size(); }
   // The model's output: every entry with `samples` gets its next token.
   void update_from_output();
   // Async scheduling: the output of `plan`, a plan taken earlier with
@@ -202,6 +211,7 @@ class Scheduler {
     // Loading from KV tiers: ready at load_ready, then computed up to
     // load_until (GPU hits + loaded tokens).
     bool loading = false;
+    bool remote_pending = false;  // a decode leg whose prompt KV is not requested yet
     TimeNs load_ready = 0;
     int64_t load_until = 0, load_gpu_hit = 0;
   };
@@ -213,6 +223,8 @@ class Scheduler {
   bool admit_waiting(SlotId s, int64_t& budget);
   enum class LoadOutcome { kNone, kStarted, kNoRoom };
   LoadOutcome start_load(SlotId s, const LookupResult& hit);
+  LoadOutcome start_remote_load(SlotId s, const LookupResult& hit);
+  void set_aside_loading(SlotId s, int64_t load_until, int64_t gpu_hit, int64_t tokens, TimeNs ready);
   int64_t inflight_prefill_reserved_blocks() const;
   void preempt(SlotId victim);
   void push_scheduled(SlotId s, int64_t n);
@@ -237,6 +249,7 @@ class Scheduler {
   TimeNs now_ = 0;
   size_t num_loading_ = 0;
   std::vector<SlotId> set_aside_;  // loading requests passed over this step
+  std::unordered_map<uint32_t, KvSeq> held_;  // finished prefill legs' blocks, by ticket
 };
 
 }  // namespace prefixsim
