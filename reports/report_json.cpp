@@ -4,6 +4,8 @@
 // sorted (nlohmann::json's std::map), which is deterministic too.
 #include "reports/outputs.h"
 
+#include <cmath>
+
 namespace prefixsim {
 
 namespace {
@@ -24,6 +26,51 @@ ojson backend_step_json(const BackendStepReport& s) {
                {"seqs", s.seqs},               {"new_tokens", s.new_tokens},
                {"context_tokens", s.context_tokens}, {"modeled_ms", s.modeled_ms},
                {"measured_ms", s.measured_ms}};
+}
+
+ojson disagg_json(const DisaggReport& d) {
+  ojson pools = ojson::array();
+  for (const DisaggPoolReport& p : d.pools)
+    pools.push_back(ojson{{"name", p.name},
+                          {"instances", p.instances},
+                          {"gpu", p.gpu},
+                          {"tp", p.tp},
+                          {"num_blocks", p.num_blocks},
+                          {"arrived", p.arrived},
+                          {"finished", p.finished},
+                          {"refused", p.refused},
+                          {"steps", p.steps},
+                          {"preemptions", p.preemptions},
+                          {"hit_rate", std::isfinite(p.hit_rate) ? ojson(p.hit_rate) : ojson(nullptr)},
+                          {"busy_share", p.busy_share},
+                          {"kv_usage_mean", p.kv_usage_mean},
+                          {"kv_usage_max", p.kv_usage_max}});
+  ojson links = ojson::array();
+  for (const DisaggLinkReport& l : d.links)
+    links.push_back(ojson{{"name", l.name},
+                          {"transfers", l.transfers},
+                          {"bytes", l.bytes},
+                          {"busy_share", l.busy_share},
+                          {"max_concurrent", l.max_concurrent}});
+  return ojson{{"design", d.design},
+               {"link_gb_s_per_gpu", d.link_gbps_per_gpu},
+               {"fabric_gb_s", d.fabric_gbps},
+               {"latency_us", d.latency_us},
+               {"pools", pools},
+               {"requests", ojson{{"split", d.split}, {"local", d.local}, {"prefill_only", d.prefill_only}}},
+               {"transfers", ojson{{"count", d.transfers},
+                                   {"blocks", d.transfer_blocks},
+                                   {"bytes", d.transfer_bytes},
+                                   {"decode_hit_blocks", d.decode_hit_blocks},
+                                   {"mean_ms", d.transfer_ms_mean},
+                                   {"line_rate_mean_ms", d.line_ms_mean},
+                                   {"blocked", d.blocked},
+                                   {"blocked_mean_ms", d.blocked_ms_mean}}},
+               {"ttft_parts_ms", ojson{{"queue", summary_json(d.queue_ms)},
+                                       {"prefill", summary_json(d.prefill_ms)},
+                                       {"transfer", summary_json(d.transfer_ms)},
+                                       {"first_decode", summary_json(d.first_decode_ms)}}},
+               {"links", links}};
 }
 
 ojson backend_json(const BackendReport& b) {
@@ -224,6 +271,7 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
                            {"refused_queue_full", a.refused_queue_full},
                            {"refusal_rate", a.refusal_rate}};
   }
+  if (r.disagg) j["disagg"] = disagg_json(*r.disagg);
   j["run"] = ojson{{"refused_requests", r.run.refused_requests},
                    {"warmup_requests", r.run.warmup_requests ? ojson(*r.run.warmup_requests) : ojson(nullptr)},
                    {"event_fingerprint", r.run.event_fingerprint ? ojson(*r.run.event_fingerprint) : ojson(nullptr)},

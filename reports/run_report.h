@@ -221,6 +221,45 @@ struct AdmissionReport {
   double refusal_rate = 0;          // refused / offered
 };
 
+// Disaggregated prefill and decode (--prefill-replicas): report.json's
+// `disagg`. The run's TTFT is the client's; here it is split into its parts.
+struct DisaggPoolReport {
+  std::string name;  // "prefill" | "decode"
+  uint32_t instances = 0;
+  std::string gpu;
+  int tp = 1;
+  int64_t num_blocks = 0;  // per instance
+  uint64_t arrived = 0, finished = 0, refused = 0;  // legs (and whole requests prefilled locally)
+  uint64_t steps = 0, preemptions = 0;
+  double hit_rate = kNotAvailable;  // its own lookups, at admission
+  double busy_share = 0;            // step time over instances x the run's span
+  double kv_usage_mean = 0, kv_usage_max = 0;
+};
+struct DisaggLinkReport {
+  std::string name;  // "prefill-0 tx", "decode-1 rx", "fabric"
+  uint64_t transfers = 0, bytes = 0;
+  double busy_share = 0;  // time crossed by a transfer over the run's span
+  uint32_t max_concurrent = 0;
+};
+struct DisaggReport {
+  std::string design;  // the spec with every parameter
+  double link_gbps_per_gpu = 0, fabric_gbps = 0, latency_us = 0;
+  std::vector<DisaggPoolReport> pools;
+  uint64_t split = 0, local = 0, prefill_only = 0;
+  uint64_t transfers = 0, transfer_blocks = 0, transfer_bytes = 0, decode_hit_blocks = 0;
+  double transfer_ms_mean = 0;     // blocks allocated -> KV read
+  double line_ms_mean = 0;         // the same transfers alone on idle links
+  uint64_t blocked = 0;            // decode legs not scheduled at once on hand-off: the decode
+                                   // instance's step under way, or no room (back-pressure)
+  double blocked_ms_mean = 0;      // over those
+  // The client's TTFT in parts (split requests): queue and prefill on the
+  // prefill pool; transfer = prefill's end -> KV read on the decode instance
+  // (hand-off, back-pressure, links); first decode = KV read -> first token
+  // (first_token=decode only).
+  LatencySummary queue_ms, prefill_ms, transfer_ms, first_decode_ms;
+  std::vector<DisaggLinkReport> links;  // those that carried bytes
+};
+
 // The real backend mode (replay --backend): what ran every step, the
 // caching check, and (--shadow) the cost model held against the measured
 // steps. report.json's `backend`.
@@ -291,6 +330,7 @@ struct RunReport {
   FleetImbalance imbalance;
   std::optional<RouterViewReport> router_view;  // only with a lag
   std::optional<AdmissionReport> admission;     // only with --admission
+  std::optional<DisaggReport> disagg;           // only with --prefill-replicas
   std::vector<TierReport> tiers;  // KV tiers below the GPU; empty: none
   std::optional<BackendReport> backend;  // replay --backend only
 };

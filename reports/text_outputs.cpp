@@ -161,6 +161,27 @@ std::string admission_line(const AdmissionReport& a) {
          std::to_string(a.refused_queue_full) + " with the router queue full), " + std::to_string(a.held) +
          " held at the router (queue up to " + std::to_string(a.max_queue) + "); latencies are of those served";
 }
+// Disaggregated serving in a few lines: the pools, the TTFT's parts, the links.
+std::string disagg_lines(const DisaggReport& d, const std::string& indent) {
+  std::string out = indent + "disaggregated (" + d.design + "): ";
+  for (size_t i = 0; i < d.pools.size(); ++i) {
+    const DisaggPoolReport& p = d.pools[i];
+    out += (i ? "; " : "") + p.name + " " + std::to_string(p.instances) + " x " + p.gpu + " TP " +
+           std::to_string(p.tp) + " (busy " + pct(p.busy_share) + ", hit " + pct(p.hit_rate) + ", KV max " +
+           pct(p.kv_usage_max) + ")";
+  }
+  out += "\n" + indent + "TTFT parts p50/p99: queue " + duration_text(d.queue_ms.p50) + "/" +
+         duration_text(d.queue_ms.p99) + ", prefill " + duration_text(d.prefill_ms.p50) + "/" +
+         duration_text(d.prefill_ms.p99) + ", transfer " + duration_text(d.transfer_ms.p50) + "/" +
+         duration_text(d.transfer_ms.p99) + ", first decode " + duration_text(d.first_decode_ms.p50) + "/" +
+         duration_text(d.first_decode_ms.p99) + "\n";
+  out += indent + std::to_string(d.transfers) + " KV transfers, " + fmt("%.2f", static_cast<double>(d.transfer_bytes) / 1e9) +
+         " GB (mean " + duration_text(d.transfer_ms_mean) + ", " + duration_text(d.line_ms_mean) +
+         " at line rate); " + std::to_string(d.blocked) + " waited for their decode instance to schedule them (mean " +
+         duration_text(d.blocked_ms_mean) + ": its step under way, or a full pool); " +
+         std::to_string(d.local) + " requests prefilled on their decode instance\n";
+  return out;
+}
 }  // namespace
 
 std::string render_summary_md(const RunReport& r) {
@@ -172,6 +193,7 @@ std::string render_summary_md(const RunReport& r) {
          std::to_string(r.trace.prompt_tokens) + " prompt tokens, " + std::to_string(r.trace.output_tokens) +
          " output tokens\n";
   if (r.admission) out += "- " + admission_line(*r.admission) + "\n";
+  if (r.disagg) out += disagg_lines(*r.disagg, "- ");
   out += std::string("- KV cache") + (r.replicas.empty() ? "" : " (per replica)") + ": " +
          std::to_string(r.kv_cache.num_blocks) + " blocks of " +
          std::to_string(r.kv_cache.block_size) + " tokens = " + std::to_string(r.kv_cache.capacity_tokens) +
@@ -296,6 +318,7 @@ std::string render_terminal_summary(const RunReport& r) {
     if (!t.load.saturation_line().empty()) out += "  " + t.load.saturation_line() + "\n";
   }
   if (r.admission) out += "  " + admission_line(*r.admission) + "\n";
+  if (r.disagg) out += disagg_lines(*r.disagg, "  ");
   if (r.backend) {
     const BackendReport& b = *r.backend;
     out += "  backend " + b.kind + " (" + b.shape + "): " + std::to_string(b.steps) + " steps, " +

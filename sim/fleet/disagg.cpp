@@ -81,7 +81,7 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
  public:
   Coordinator(EventLoop& loop, std::span<Engine* const> engines, uint32_t num_prefill, Router& prefill_router,
               Router& decode_router, int32_t block_size, const DisaggConfig& cfg, const KvLinkConfig& links,
-              int64_t bytes_per_block, EngineObserver* next)
+              int64_t bytes_per_block, std::vector<double> nics, EngineObserver* next)
       : loop_(loop),
         engines_(engines),
         P_(num_prefill),
@@ -91,7 +91,7 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
         cfg_(cfg),
         bytes_per_block_(bytes_per_block),
         next_(next),
-        links_(static_cast<uint32_t>(engines.size()), links),
+        links_(static_cast<uint32_t>(engines.size()), links, std::move(nics)),
         prefill_view_(engines.subspan(0, num_prefill), loop, {}, false),
         decode_view_(engines.subspan(num_prefill), loop, {}, false),
         promised_(engines.size() - num_prefill, 0),
@@ -168,7 +168,7 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
     stats.transfer_blocks += blocks;
     stats.transfer_bytes += bytes;
     stats.decode_hit_blocks += static_cast<uint64_t>((r.prompt_len + block_size_ - 1) / block_size_) - blocks;
-    stats.line_time += links_.line_time(bytes);
+    stats.line_time += links_.line_time(k.prefill, replica, bytes);
     flows_[links_.start(k.prefill, replica, bytes, now)] = r.ticket;
     schedule_through();
   }
@@ -335,11 +335,11 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
 DisaggResult run_disagg(EventLoop& loop, RequestSource& source, std::span<Engine* const> engines,
                         uint32_t num_prefill, Router& prefill_router, Router& decode_router, int32_t block_size,
                         const DisaggConfig& cfg, const KvLinkConfig& links, int64_t bytes_per_block,
-                        EngineObserver* observer) {
+                        EngineObserver* observer, std::vector<double> nics) {
   if (num_prefill == 0 || num_prefill >= engines.size())
     throw InternalError("disagg: both pools need at least one instance");
   Coordinator c(loop, engines, num_prefill, prefill_router, decode_router, block_size, cfg, links, bytes_per_block,
-                observer);
+                std::move(nics), observer);
   for (Engine* e : engines) {
     e->set_observer(&c);
     e->set_remote_kv_listener(&c);

@@ -99,10 +99,11 @@ struct DisaggResult {
 // instance's layout) over `links`. Every engine's observer becomes the
 // coordinator, which hands `observer` one record per client request (a
 // split request's legs merged: RequestRecord::prefill_done and the transfer
-// fields set) and every step unchanged.
+// fields set) and every step unchanged. `nics`, when given, is each
+// instance's NIC bandwidth (KvLinks).
 DisaggResult run_disagg(EventLoop& loop, RequestSource& source, std::span<Engine* const> engines,
                         uint32_t num_prefill, Router& prefill_router, Router& decode_router, int32_t block_size,
                         const DisaggConfig& cfg, const KvLinkConfig& links, int64_t bytes_per_block,
-                        EngineObserver* observer);
+                        EngineObserver* observer, std::vector<double> nics = {});
 
 }  // namespace prefixsim

@@ -12,18 +12,24 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }
 
-KvLinks::KvLinks(uint32_t instances, const KvLinkConfig& cfg)
-    : cfg_(cfg), instances_(instances), stats_(2 * size_t{instances} + 1), crossing_(stats_.size(), 0) {
+KvLinks::KvLinks(uint32_t instances, const KvLinkConfig& cfg, std::vector<double> nic_bytes_per_s)
+    : cfg_(cfg),
+      instances_(instances),
+      nic_(std::move(nic_bytes_per_s)),
+      stats_(2 * size_t{instances} + 1),
+      crossing_(stats_.size(), 0) {
   if (cfg.latency < 0) throw InternalError("kv links: negative latency");
+  if (nic_.empty()) nic_.assign(instances, cfg.nic_bytes_per_s);
+  if (nic_.size() != instances) throw InternalError("kv links: one NIC per instance");
 }
 
 double KvLinks::capacity(size_t link) const {
-  const double bw = link == stats_.size() - 1 ? cfg_.fabric_bytes_per_s : cfg_.nic_bytes_per_s;
+  const double bw = link == stats_.size() - 1 ? cfg_.fabric_bytes_per_s : nic_[link / 2];
   return bw > 0 ? bw : kInf;
 }
 
-TimeNs KvLinks::line_time(uint64_t bytes) const {
-  double bw = cfg_.nic_bytes_per_s > 0 ? cfg_.nic_bytes_per_s : kInf;
+TimeNs KvLinks::line_time(uint32_t from, uint32_t to, uint64_t bytes) const {
+  double bw = std::min(capacity(2 * size_t{from}), capacity(2 * size_t{to} + 1));
   if (cfg_.fabric_bytes_per_s > 0) bw = std::min(bw, cfg_.fabric_bytes_per_s);
   const double ns = std::isinf(bw) ? 0.0 : std::ceil(static_cast<double>(bytes) * 1e9 / bw);
   return static_cast<TimeNs>(ns) + cfg_.latency;

@@ -27,7 +27,7 @@
 namespace prefixsim {
 
 struct KvLinkConfig {
-  double nic_bytes_per_s = 0;     // per instance and direction; <= 0: infinitely fast
+  double nic_bytes_per_s = 0;     // per instance and direction; <= 0: infinitely fast (see KvLinks)
   double fabric_bytes_per_s = 0;  // shared by every transfer; <= 0: no fabric limit
   TimeNs latency = 0;             // added to each transfer
 };
@@ -42,7 +42,9 @@ struct KvLinkStats {
 
 class KvLinks {
  public:
-  KvLinks(uint32_t instances, const KvLinkConfig& cfg);
+  // `nic_bytes_per_s`, when given, is each instance's NIC (both
+  // directions) in place of cfg.nic_bytes_per_s.
+  KvLinks(uint32_t instances, const KvLinkConfig& cfg, std::vector<double> nic_bytes_per_s = {});
 
   const KvLinkConfig& config() const { return cfg_; }
   // Starts moving `bytes` from instance `from` to instance `to` at `now`
@@ -59,8 +61,9 @@ class KvLinks {
   void take_through(std::vector<uint32_t>& out);
   // Transfers on the links now.
   size_t active() const { return active_.size(); }
-  // How long `bytes` alone on idle links take, latency included (a lower bound).
-  TimeNs line_time(uint64_t bytes) const;
+  // How long `bytes` alone on idle links from `from` to `to` take, latency
+  // included (a lower bound).
+  TimeNs line_time(uint32_t from, uint32_t to, uint64_t bytes) const;
 
   // Links: 2i is instance i's tx, 2i + 1 its rx, and 2 * instances the fabric.
   size_t num_links() const { return stats_.size(); }
@@ -84,6 +87,7 @@ class KvLinks {
 
   KvLinkConfig cfg_;
   uint32_t instances_;
+  std::vector<double> nic_;  // by instance
   std::vector<Flow> active_;
   std::vector<uint32_t> through_;  // through, not taken yet
   std::vector<KvLinkStats> stats_;

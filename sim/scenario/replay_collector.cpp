@@ -85,6 +85,15 @@ void ReplayCollector::on_request_finished(const RequestRecord& r) {
     load_.add(static_cast<double>(r.loading()) / kNsPerS);
     prefill_.add(static_cast<double>(r.prefill()) / kNsPerS);
   }
+  client_prompt_ += static_cast<uint64_t>(r.prompt_tokens);
+  client_hit_ += static_cast<uint64_t>(r.hit_tokens);
+  if (r.prefill_done >= 0) {  // a split request (disaggregated)
+    part_queue_.add(static_cast<double>(r.first_scheduled - r.arrival) / kNsPerS);
+    part_prefill_.add(static_cast<double>(r.prefill_done - r.first_scheduled) / kNsPerS);
+    if (r.transfer_done >= 0) part_transfer_.add(static_cast<double>(r.transfer_done - r.prefill_done) / kNsPerS);
+    if (r.transfer_done >= 0 && r.first_token > r.prefill_done)
+      part_first_decode_.add(static_cast<double>(r.first_token - r.transfer_done) / kNsPerS);
+  }
   ttft_.add(static_cast<double>(r.ttft()) / kNsPerS);
   queue_.add(static_cast<double>(r.queueing()) / kNsPerS);
   e2e_.add(static_cast<double>(r.e2e()) / kNsPerS);
@@ -259,6 +268,48 @@ void ReplayCollector::fill_fleet(RunReport& report, const std::vector<EngineResu
   }
   report.imbalance.requests = max_over_mean(requests);
   report.imbalance.prompt_tokens = max_over_mean(prompt);
+}
+
+void ReplayCollector::fill_disagg(RunReport& report, const std::vector<EngineResult>& results,
+                                  uint32_t num_prefill) const {
+  if (!report.disagg) return;
+  DisaggReport& d = *report.disagg;
+  // The hit rate is the client's: what its prompt found where it was
+  // prefilled (a decode instance's hits only spare the transfer).
+  PrefixCacheReport& pc = report.prefix_cache;
+  pc.queried_tokens = client_prompt_;
+  pc.hit_tokens = client_hit_;
+  pc.hit_rate = client_prompt_ ? static_cast<double>(client_hit_) / static_cast<double>(client_prompt_) : kNotAvailable;
+  const double span = static_cast<double>(std::max<TimeNs>(last_finish_ - std::max<TimeNs>(first_arrival_, 0), 1));
+  for (size_t k = 0; k < d.pools.size(); ++k) {
+    DisaggPoolReport& p = d.pools[k];
+    const size_t from = k == 0 ? 0 : num_prefill, to = k == 0 ? num_prefill : results.size();
+    uint64_t prompt = 0, hit = 0;
+    double busy = 0, usage = 0;
+    for (size_t i = from; i < to; ++i) {
+      const EngineResult& e = results[i];
+      p.arrived += e.arrived;
+      p.finished += e.finished;
+      p.refused += e.refused;
+      p.steps += e.steps;
+      p.preemptions += e.preemptions;
+      prompt += e.admitted_prompt_tokens;
+      hit += e.admitted_hit_tokens;
+      if (i < replicas_.size()) {
+        busy += replicas_[i].busy_time;
+        usage += replicas_[i].usage_time;
+        p.kv_usage_max = std::max(p.kv_usage_max, replicas_[i].usage_max);
+      }
+    }
+    p.hit_rate = prompt ? static_cast<double>(hit) / static_cast<double>(prompt) : kNotAvailable;
+    p.busy_share = busy / (span * static_cast<double>(to - from));
+    p.kv_usage_mean = busy > 0 ? usage / busy : 0;
+  }
+  d.queue_ms = part_queue_.summary_ms();
+  d.prefill_ms = part_prefill_.summary_ms();
+  d.transfer_ms = part_transfer_.summary_ms();
+  d.first_decode_ms = part_first_decode_.summary_ms();
+  for (DisaggLinkReport& l : d.links) l.busy_share /= span;  // the caller set busy time in ns
 }
 
 bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {

@@ -36,6 +36,10 @@ class ReplayCollector final : public EngineObserver {
   // drive_replicas; evictions by replica).
   void fill_fleet(RunReport& report, const std::vector<EngineResult>& results,
                   const std::vector<uint64_t>& evictions) const;
+  // Disaggregated serving: the pools' figures (replicas [0, num_prefill)
+  // are the prefill pool) and the TTFT's parts, into report.disagg (whose
+  // design, pools' names, GPUs, TPs and sizes the caller set).
+  void fill_disagg(RunReport& report, const std::vector<EngineResult>& results, uint32_t num_prefill) const;
   // Verify every replica's pool (by replica index) after each of its steps
   // (--check-invariants); InternalError on a violation.
   void check_pools(std::vector<const BlockPool*> pools) { check_pools_ = std::move(pools); }
@@ -70,6 +74,12 @@ class ReplayCollector final : public EngineObserver {
   bool tiers_ = false;
   LatencyAccumulator load_{vllm_request_latency_buckets(), kExactSamples};
   LatencyAccumulator prefill_{vllm_request_latency_buckets(), kExactSamples};
+  // Disaggregated: the TTFT's parts of split requests.
+  LatencyAccumulator part_queue_{vllm_request_latency_buckets(), kExactSamples};
+  LatencyAccumulator part_prefill_{vllm_request_latency_buckets(), kExactSamples};
+  LatencyAccumulator part_transfer_{vllm_request_latency_buckets(), kExactSamples};
+  LatencyAccumulator part_first_decode_{vllm_request_latency_buckets(), kExactSamples};
+  uint64_t client_prompt_ = 0, client_hit_ = 0;  // per client request (a split one's prefill hit)
 
   uint64_t queried_blocks_ = 0, hit_blocks_ = 0;
   double usage_time_ = 0, busy_time_ = 0, usage_max_ = 0;

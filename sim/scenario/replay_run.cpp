@@ -103,6 +103,58 @@ std::unique_ptr<StepsWriter> open_steps(const ReplaySetup& setup, const std::str
   return std::make_unique<StepsWriter>(o.steps_out, setup.resolved.model->name, s.tp, s.block_size, source);
 }
 
+// Disaggregated: what the fleet and the coordinator know (the collector adds
+// the pools' figures and the TTFT's parts). Link busy time is left in ns.
+DisaggReport disagg_report_head(const Fleet& fleet, const ReplaySetup& setup) {
+  const Scenario& s = setup.scenario;
+  const DisaggStats& st = fleet.disagg_stats;
+  DisaggReport d;
+  d.design = disagg_text(fleet.disagg);
+  d.link_gbps_per_gpu = s.kv_link_gbps;
+  d.fabric_gbps = s.kv_fabric_gbps;
+  d.latency_us = s.kv_link_latency_us;
+  for (size_t k = 0; k < setup.pools.size(); ++k) {
+    DisaggPoolReport p;
+    p.name = k == 0 ? "prefill" : "decode";
+    p.instances = static_cast<uint32_t>(setup.pools[k].scenario.replicas);
+    p.gpu = setup.pools[k].resolved.gpu->name;
+    p.tp = setup.pools[k].scenario.tp;
+    p.num_blocks = setup.pools[k].kv.num_blocks;
+    d.pools.push_back(p);
+  }
+  d.split = st.split;
+  d.local = st.local;
+  d.prefill_only = st.prefill_only;
+  d.transfers = st.transfers;
+  d.transfer_blocks = st.transfer_blocks;
+  d.transfer_bytes = st.transfer_bytes;
+  d.decode_hit_blocks = st.decode_hit_blocks;
+  const double n = static_cast<double>(std::max<uint64_t>(st.transfers, 1));
+  d.transfer_ms_mean = static_cast<double>(st.transfer_time) / 1e6 / n;
+  d.line_ms_mean = static_cast<double>(st.line_time) / 1e6 / n;
+  d.blocked = st.blocked;
+  d.blocked_ms_mean = static_cast<double>(st.blocked_time) / 1e6 / static_cast<double>(std::max<uint64_t>(st.blocked, 1));
+  const size_t instances = fleet.engines.size();
+  for (size_t k = 0; k < fleet.link_stats.size(); ++k) {
+    const KvLinkStats& l = fleet.link_stats[k];
+    if (l.bytes == 0) continue;
+    DisaggLinkReport r;
+    if (k == 2 * instances) {
+      r.name = "fabric";
+    } else {
+      const size_t i = k / 2;
+      r.name = (i < fleet.num_prefill ? "prefill-" + std::to_string(i) : "decode-" + std::to_string(i - fleet.num_prefill)) +
+               (k % 2 == 0 ? " tx" : " rx");
+    }
+    r.transfers = l.transfers;
+    r.bytes = l.bytes;
+    r.busy_share = static_cast<double>(l.busy);
+    r.max_concurrent = l.max_concurrent;
+    d.links.push_back(r);
+  }
+  return d;
+}
+
 // Engine mode's figures once the fleet has run.
 void fill_engine_figures(const Fleet& fleet, const FleetResult& fres, const IdealHitSource& ideal,
                          const WarmupSource* warmup, ReplayCollector& collector, RunReport& report) {
@@ -110,9 +162,11 @@ void fill_engine_figures(const Fleet& fleet, const FleetResult& fres, const Idea
   collector.fill(report, res);
   // With a warm-up, the trace section describes the counted requests
   // (run.warmup_requests says how many more were replayed first).
-  report.trace.requests = res.arrived - (warmup ? warmup->marked() : 0);
+  // A split request arrives twice (its prefill and decode legs).
+  report.trace.requests = res.arrived - fleet.disagg_stats.split - (warmup ? warmup->marked() : 0);
   report.trace.prompt_tokens = static_cast<uint64_t>(ideal.prompt_tokens());
-  report.trace.output_tokens = warmup ? collector.counted_output_tokens() : res.output_tokens;
+  report.trace.output_tokens =
+      warmup || fleet.num_prefill > 0 ? collector.counted_output_tokens() : res.output_tokens;
   std::vector<uint64_t> evictions;
   for (const auto& r : fleet.replicas) evictions.push_back(r->pool.evictions());
   report.prefix_cache.evictions = 0;
@@ -130,9 +184,11 @@ void run_engine_mode(const ReplaySetup& setup, const PolicyContext& pctx, IdealH
                      ReplayRun& out) {
   const Scenario& s = setup.scenario;
   const ExecutorWrap wrap = o.backend ? o.backend->wrap() : ExecutorWrap{};
-  Fleet fleet(s, setup.resolved, setup.kv.num_blocks, s.policy, pctx, o.backend ? &wrap : nullptr);
+  const ExecutorWrap* w = o.backend ? &wrap : nullptr;
+  Fleet fleet = setup.pools.empty() ? Fleet(s, setup.resolved, setup.kv.num_blocks, s.policy, pctx, w)
+                                    : Fleet(s, setup.pools, s.policy, pctx, w);
   out.report.scenario["cost_model"] = fleet.replicas[0]->exec.to_json();
-  ReplayCollector collector(s.block_size, s.series_interval_s, o.progress, static_cast<uint32_t>(s.replicas));
+  ReplayCollector collector(s.block_size, s.series_interval_s, o.progress, static_cast<uint32_t>(fleet.engines.size()));
   fleet.set_observer(&collector);
   fleet.add_tiers(setup.tiers);
   if (o.backend) o.backend->attach(fleet);
@@ -149,6 +205,10 @@ void run_engine_mode(const ReplaySetup& setup, const PolicyContext& pctx, IdealH
   const FleetResult fres = fleet.run(ideal);
   if (out.steps) out.steps->file().finish();
   fill_engine_figures(fleet, fres, ideal, warmup, collector, out.report);
+  if (fleet.num_prefill > 0) {
+    out.report.disagg = disagg_report_head(fleet, setup);
+    collector.fill_disagg(out.report, fres.replicas, fleet.num_prefill);
+  }
   out.report.timed->load.time_scale = setup.resolved.time_scale;
   if (s.check_invariants) {
     const std::string broken = fleet.tiers.check_invariants();
@@ -182,10 +242,26 @@ void finish_report(const IdealHitSource& ideal, const WarmupSource* warmup, Repl
 
 ReplaySetup prepare_replay(const Scenario& s) {
   validate(s);
-  ReplaySetup setup{s, resolve_scenario(s), {}, {}};
-  setup.kv = size_kv_pool(kv_sizing_input(s, setup.resolved));
+  ReplaySetup setup{s, resolve_scenario(s), {}, {}, {}};
   setup.tiers = scenario_tiers(s, *setup.resolved.model);
-  check_run_fits_memory(run_blocks(s, setup.kv, setup.tiers), "--replicas");
+  if (!disaggregated(s)) {
+    setup.kv = size_kv_pool(kv_sizing_input(s, setup.resolved));
+    check_run_fits_memory(run_blocks(s, setup.kv, setup.tiers), "--replicas");
+    return setup;
+  }
+  RunBlocks all;
+  all.replicas = 0;
+  for (const bool prefill : {true, false}) {
+    FleetPool p{pool_scenario(s, prefill), {}, {}};
+    p.resolved = resolve_pool(p.scenario, setup.resolved);
+    p.kv = size_kv_pool(kv_sizing_input(p.scenario, p.resolved));
+    const RunBlocks b = run_blocks(p.scenario, p.kv, setup.tiers);
+    all.replicas += b.replicas;
+    all.parts.insert(all.parts.end(), b.parts.begin(), b.parts.end());
+    setup.pools.push_back(std::move(p));
+  }
+  setup.kv = setup.pools[0].kv;
+  check_run_fits_memory(all, "--prefill-replicas/--decode-replicas");
   return setup;
 }
 

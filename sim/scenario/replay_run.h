@@ -39,8 +39,9 @@ class ReplayBackendHooks {
 struct ReplaySetup {
   Scenario scenario;
   ResolvedScenario resolved;
-  KvSizing kv;
+  KvSizing kv;                  // disaggregated: the prefill pool's
   std::vector<TierSpec> tiers;
+  std::vector<FleetPool> pools;  // disaggregated: prefill, decode; empty otherwise
 };
 
 // Every refusal (InputError, exit 2) a scenario can get before its run.

@@ -18,6 +18,7 @@
 #include "sim/base/json_out.h"
 #include "sim/base/yaml_doc.h"
 #include "sim/fleet/admission.h"
+#include "sim/fleet/disagg.h"
 
 namespace prefixsim {
 
@@ -128,6 +129,33 @@ const std::vector<ScenarioOption>& scenario_options() {
        "admission at the router: off (default), or saturation[:waiting=5,kv=0.8,queue=0]: while every replica has "
        "more than `waiting` requests waiting or more than `kv` of its KV pool in use (llm-d's saturation detector), "
        "a request waits in a router queue of `queue` requests, or is refused when it is full"},
+      {"prefill-replicas", "prefill_replicas", &Scenario::prefill_replicas, Echo::if_changed, kBoth,
+       "disaggregated prefill and decode: a prefill pool of N instances (with --decode-replicas); 0 (default): "
+       "every replica serves both"},
+      {"decode-replicas", "decode_replicas", &Scenario::decode_replicas, Echo::if_changed, kBoth,
+       "disaggregated: the decode pool's instances"},
+      {"prefill-gpu", "prefill_gpu", &Scenario::prefill_gpu, Echo::if_changed, kBoth,
+       "disaggregated: the prefill pool's GPU (default --gpu)"},
+      {"decode-gpu", "decode_gpu", &Scenario::decode_gpu, Echo::if_changed, kBoth,
+       "disaggregated: the decode pool's GPU (default --gpu)"},
+      {"prefill-tp", "prefill_tp", &Scenario::prefill_tp, Echo::if_changed, kBoth,
+       "disaggregated: the prefill pool's tensor-parallel size (default --tp)"},
+      {"decode-tp", "decode_tp", &Scenario::decode_tp, Echo::if_changed, kBoth,
+       "disaggregated: the decode pool's tensor-parallel size (default --tp)"},
+      {"prefill-router", "prefill_router", &Scenario::prefill_router, Echo::if_changed, kBoth,
+       "disaggregated: which prefill instance takes each request (a --router spec; default --router)"},
+      {"decode-router", "decode_router", &Scenario::decode_router, Echo::if_changed, kBoth,
+       "disaggregated: which decode instance takes each request's KV (a --router spec; default least-loaded)"},
+      {"disagg", "disagg", &Scenario::disagg, Echo::if_changed, kBoth,
+       "disaggregated: the serving design, vllm-nixl (default), dynamo or mooncake, "
+       "[:first_token=prefill|decode,decode_pick=arrival|after,local_prefill=N] (sim/fleet/disagg.h)"},
+      {"kv-link-gbps", "kv_link_gbps", &Scenario::kv_link_gbps, Echo::if_changed, kBoth,
+       "disaggregated: KV transfer bandwidth per GPU and direction, GB/s (default 50: one 400 Gb/s NIC per GPU); "
+       "an instance's NIC is this x its TP; transfers crossing a NIC at once share it; 0: infinitely fast"},
+      {"kv-link-latency-us", "kv_link_latency_us", &Scenario::kv_link_latency_us, Echo::if_changed, kBoth,
+       "disaggregated: added to each KV transfer, microseconds (default 10)"},
+      {"kv-fabric-gbps", "kv_fabric_gbps", &Scenario::kv_fabric_gbps, Echo::if_changed, kBoth,
+       "disaggregated: the fabric every transfer crosses, GB/s in all (default 0: no limit beyond the NICs)"},
       {"model", "model", &Scenario::model, Echo::value, kAll,
        "model from the catalog (default llama-3.1-8b; see prefixsim catalog)"},
       {"gpu", "gpu", &Scenario::gpu, Echo::value, kAll, "GPU from the catalog (default h100-sxm-80gb)"},
@@ -327,6 +355,51 @@ std::string scenario_key_of_flag(const std::string& flag) {
 
 bool is_pool_size_key(const std::string& key) { return key == "kv_blocks" || key == "kv_tokens" || key == "kv_gb"; }
 
+namespace {
+void validate_disagg(const Scenario& s) {
+  auto bad = [](const std::string& flag, const std::string& msg) { throw InputError(flag + ": " + msg); };
+  if (s.prefill_replicas < 0 || s.prefill_replicas > 4096) bad("--prefill-replicas", "must be in [0, 4096]");
+  if (s.decode_replicas < 0 || s.decode_replicas > 4096) bad("--decode-replicas", "must be in [0, 4096]");
+  const Scenario defaults;
+  const bool pool_keys = s.prefill_gpu != defaults.prefill_gpu || s.decode_gpu != defaults.decode_gpu ||
+                         s.prefill_tp != defaults.prefill_tp || s.decode_tp != defaults.decode_tp ||
+                         s.prefill_router != defaults.prefill_router || s.decode_router != defaults.decode_router ||
+                         s.disagg != defaults.disagg || s.kv_link_gbps != defaults.kv_link_gbps ||
+                         s.kv_link_latency_us != defaults.kv_link_latency_us ||
+                         s.kv_fabric_gbps != defaults.kv_fabric_gbps;
+  if (!disaggregated(s)) {
+    if (s.decode_replicas > 0) bad("--decode-replicas", "needs --prefill-replicas (disaggregated serving)");
+    if (pool_keys) bad("--disagg", "the disaggregated settings need --prefill-replicas and --decode-replicas");
+    return;
+  }
+  if (s.decode_replicas < 1) bad("--prefill-replicas", "needs --decode-replicas of at least 1");
+  if (s.replicas != 1) bad("--replicas", "give --prefill-replicas and --decode-replicas instead (disaggregated)");
+  if (s.mode != "engine") bad("--prefill-replicas", "disaggregated serving runs in engine mode");
+  if (parse_admission(s.admission).enabled) bad("--admission", "not modelled with disaggregated serving yet");
+  if (s.enable_expert_parallel) bad("--enable-expert-parallel", "not modelled with disaggregated serving");
+  for (const auto& [flag, tp] : {std::pair{"--prefill-tp", s.prefill_tp}, std::pair{"--decode-tp", s.decode_tp}})
+    if (tp < 0 || tp > 64) bad(flag, "must be in [1, 64] (0: --tp)");
+  parse_disagg(s.disagg);
+  if (!(s.kv_link_gbps >= 0 && s.kv_link_gbps < 1e6)) bad("--kv-link-gbps", "must be in [0, 1e6) GB/s");
+  if (!(s.kv_fabric_gbps >= 0 && s.kv_fabric_gbps < 1e9)) bad("--kv-fabric-gbps", "must be in [0, 1e9) GB/s");
+  if (!(s.kv_link_latency_us >= 0 && s.kv_link_latency_us < 1e9)) bad("--kv-link-latency-us", "must be in [0, 1e9) us");
+}
+}  // namespace
+
+Scenario pool_scenario(const Scenario& s, bool prefill) {
+  Scenario p = s;
+  p.replicas = prefill ? s.prefill_replicas : s.decode_replicas;
+  const std::string& gpu = prefill ? s.prefill_gpu : s.decode_gpu;
+  const int32_t tp = prefill ? s.prefill_tp : s.decode_tp;
+  if (!gpu.empty()) p.gpu = gpu;
+  if (tp > 0) p.tp = tp;
+  if (prefill && !s.prefill_router.empty()) p.router = s.prefill_router;
+  if (!prefill) p.router = s.decode_router;
+  p.prefill_replicas = 0;
+  p.decode_replicas = 0;
+  return p;
+}
+
 void validate(const Scenario& s) {
   auto bad = [](const std::string& flag, const std::string& msg) { throw InputError(flag + ": " + msg); };
   const std::pair<const char*, const std::string*> strings[] = {
@@ -355,6 +428,7 @@ void validate(const Scenario& s) {
     bad("--router-scrape-ms", "must be in [0, 3600000] ms, got " + number_text(s.router_scrape_ms));
   if (parse_admission(s.admission).enabled && s.mode == "cache")
     bad("--admission", "engine mode only (cache mode replays one request at a time: no load to shed)");
+  validate_disagg(s);
   if (!(s.conversation_rate > 0 && s.conversation_rate < 1e9)) bad("--conversation-rate", "must be in (0, 1e9) conversations per second");
   if (!(s.gpu_mem_util > 0 && s.gpu_mem_util <= 1)) bad("--gpu-mem-util", "must be in (0, 1]");
   if (s.tp < 1 || s.tp > 64) bad("--tp", "must be in [1, 64]");
@@ -390,7 +464,7 @@ nlohmann::json to_json(const Scenario& s) {
           if constexpr (requires { v.has_value(); }) x = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
           else x = v;
           if (o.echo == Echo::if_changed && v == defaults.*member) return;
-          if (o.echo == Echo::with_fleet && s.replicas == 1) return;
+          if (o.echo == Echo::with_fleet && s.replicas == 1 && !disaggregated(s)) return;
           if constexpr (std::is_same_v<std::remove_cvref_t<decltype(v)>, std::string>)
             if (o.echo == Echo::null_if_empty && v.empty()) x = nullptr;
           const std::string_view key = o.key;

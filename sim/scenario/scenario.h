@@ -47,6 +47,21 @@ struct Scenario {
   double router_kv_lag_ms = 0;          // the replicas' KV events reach the router this late (sim/fleet/router_view.h)
   double router_scrape_ms = 0;          // the router reads the replicas' load as sampled this often (sim/fleet/fleet.h)
   std::string admission = "off";        // admission and shedding at the router (sim/fleet/admission.h)
+  // Disaggregated prefill and decode (sim/fleet/disagg.h): with
+  // prefill_replicas > 0 the fleet is a prefill pool and a decode pool, each
+  // of the server below unless its own GPU or TP is given.
+  int32_t prefill_replicas = 0;
+  int32_t decode_replicas = 0;
+  std::string prefill_gpu;              // "": --gpu
+  std::string decode_gpu;
+  int32_t prefill_tp = 0;               // 0: --tp
+  int32_t decode_tp = 0;
+  std::string prefill_router;           // "": --router
+  std::string decode_router = "least-loaded";
+  std::string disagg = "vllm-nixl";     // the design and its parameters
+  double kv_link_gbps = 50;             // GB/s per GPU and direction (an instance: x its TP)
+  double kv_link_latency_us = 10;
+  double kv_fabric_gbps = 0;            // 0: no fabric limit
 
   std::string model = "llama-3.1-8b";
   std::string gpu = "h100-sxm-80gb";
@@ -129,5 +144,10 @@ std::vector<std::string> scenario_input_files(const Scenario& s);
 // The engines a MoE's routed experts are split over: the replicas under
 // expert parallelism, else 1.
 int expert_dp(const Scenario& s);
+// Disaggregated prefill and decode asked for (prefill_replicas > 0).
+inline bool disaggregated(const Scenario& s) { return s.prefill_replicas > 0; }
+// One pool of a disaggregated scenario as a scenario of its own: its
+// replicas, GPU, TP and router (the others as `s`).
+Scenario pool_scenario(const Scenario& s, bool prefill);
 
 }  // namespace prefixsim

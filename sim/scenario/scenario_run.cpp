@@ -176,14 +176,48 @@ Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, c
   rctx.block_size = s.block_size;
   rctx.pool_blocks = num_blocks;
   router = make_router(s.router, rctx);
+  add_replicas(s, r, num_blocks, policy, ctx, wrap);
+}
+
+Fleet::Fleet(const Scenario& s, const std::vector<FleetPool>& pools, const std::string& policy,
+             const PolicyContext& ctx, const ExecutorWrap* wrap)
+    : block_size(s.block_size), disagg(parse_disagg(s.disagg)) {
+  if (pools.size() != 2) throw InternalError("fleet: a disaggregated fleet has two pools");
+  for (size_t k = 0; k < 2; ++k) {
+    const FleetPool& p = pools[k];
+    RouterContext rctx;
+    rctx.replicas = static_cast<uint32_t>(p.scenario.replicas);
+    rctx.block_size = s.block_size;
+    rctx.pool_blocks = p.kv.num_blocks;
+    (k == 0 ? router : decode_router) = make_router(p.scenario.router, rctx);
+    add_replicas(p.scenario, p.resolved, p.kv.num_blocks, policy, ctx, wrap);
+    nics.insert(nics.end(), static_cast<size_t>(p.scenario.replicas), s.kv_link_gbps * 1e9 * p.scenario.tp);
+  }
+  num_prefill = static_cast<uint32_t>(pools[0].scenario.replicas);
+  transfer_bytes_per_block = pools[1].kv.bytes_per_block * pools[1].scenario.tp;
+  link.nic_bytes_per_s = s.kv_link_gbps * 1e9;
+  link.fabric_bytes_per_s = s.kv_fabric_gbps * 1e9;
+  link.latency = static_cast<TimeNs>(std::llround(s.kv_link_latency_us * 1e3));
+}
+
+void Fleet::add_replicas(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
+                         const PolicyContext& ctx, const ExecutorWrap* wrap) {
   for (int32_t i = 0; i < s.replicas; ++i) {
-    replicas.push_back(
-        std::make_unique<Replica>(s, r, num_blocks, make_policy(policy, ctx), &loop, static_cast<uint32_t>(i), wrap));
+    const auto index = static_cast<uint32_t>(replicas.size());
+    replicas.push_back(std::make_unique<Replica>(s, r, num_blocks, make_policy(policy, ctx), &loop, index, wrap));
     engines.push_back(&replicas.back()->engine);
   }
 }
 
+ResolvedScenario resolve_pool(const Scenario& pool, const ResolvedScenario& whole) {
+  ResolvedScenario r = whole;
+  r.gpu = &find_gpu(pool.gpu);
+  if (whole.profile) r.profile = resolve_profile(pool.profile, r.model->name, r.gpu->name, pool.tp);
+  return r;
+}
+
 void Fleet::set_observer(EngineObserver* obs) {
+  observer_ = obs;
   for (Engine* e : engines) e->set_observer(obs);
 }
 
@@ -194,6 +228,13 @@ void Fleet::add_tiers(const std::vector<TierSpec>& specs) {
 }
 
 FleetResult Fleet::run(RequestSource& source) {
+  if (num_prefill > 0) {
+    DisaggResult d = run_disagg(loop, source, engines, num_prefill, *router, *decode_router, block_size, disagg, link,
+                                transfer_bytes_per_block, observer_, nics);
+    disagg_stats = d.stats;
+    link_stats = std::move(d.links);
+    return std::move(d.fleet);
+  }
   return run_fleet(loop, source, engines, *router, block_size, router_kv_lag(), &router_view, router_scrape(),
                    admission);
 }

@@ -20,6 +20,8 @@
 #include "sim/engine/arrivals.h"
 #include "sim/engine/engine.h"
 #include "sim/fleet/admission.h"
+#include "sim/fleet/disagg.h"
+#include "sim/fleet/kv_link.h"
 #include "sim/fleet/router.h"
 #include "sim/fleet/router_view.h"
 #include "sim/engine/request_source.h"
@@ -84,12 +86,28 @@ struct Replica {
   Executor& stepper() { return backend ? *backend : static_cast<Executor&>(exec); }
 };
 
+// One pool of a disaggregated fleet: its scenario (pool_scenario), resolved
+// and sized.
+struct FleetPool {
+  Scenario scenario;
+  ResolvedScenario resolved;
+  KvSizing kv;
+};
+// A pool's resolution from the whole scenario's: its GPU (and a per-GPU
+// profile for it); the model, the step model and the load are the same.
+ResolvedScenario resolve_pool(const Scenario& pool, const ResolvedScenario& whole);
+
 // s.replicas replicas, each with its own `policy` (a spec) and pool of
 // `num_blocks`, behind s.router, on one event loop. One replica runs
 // exactly as a lone Replica does (the same events, the same fingerprint).
 struct Fleet {
   Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
         const PolicyContext& ctx, const ExecutorWrap* wrap = nullptr);
+  // Disaggregated (sim/fleet/disagg.h): the prefill pool's replicas, then
+  // the decode pool's, as `pools` (prefill, decode) describe them; `s`
+  // gives the design and the links.
+  Fleet(const Scenario& s, const std::vector<FleetPool>& pools, const std::string& policy, const PolicyContext& ctx,
+        const ExecutorWrap* wrap = nullptr);
   // Every replica's observer.
   void set_observer(EngineObserver* obs);
   // KV tiers below every replica's pool (resolved: sizes in blocks).
@@ -114,6 +132,21 @@ struct Fleet {
   AdmissionConfig admission;    // --admission
   RouterViewStats router_view;  // what a lagging prefix-aware router believed (run() fills it)
   FleetTiers tiers;
+
+  // Disaggregated: the first num_prefill replicas are the prefill pool.
+  uint32_t num_prefill = 0;  // 0: not disaggregated
+  std::unique_ptr<Router> decode_router;
+  DisaggConfig disagg;
+  KvLinkConfig link;
+  std::vector<double> nics;           // by replica, bytes/s
+  int64_t transfer_bytes_per_block = 0;  // the decode instance's, over its TP ranks
+  DisaggStats disagg_stats;           // run() fills these
+  std::vector<KvLinkStats> link_stats;
+
+ private:
+  EngineObserver* observer_ = nullptr;
+  void add_replicas(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
+                    const PolicyContext& ctx, const ExecutorWrap* wrap);
 };
 
 }  // namespace prefixsim

@@ -35,7 +35,7 @@ TEST_CASE("one transfer alone takes its bytes over the NIC's bandwidth", "[kv_li
   KvLinks links(2, {10 * kGBps, 0, 5'000});
   links.start(0, 1, kGB, 0);
   CHECK(links.next_through() == 100 * kMs);
-  CHECK(links.line_time(kGB) == 100 * kMs + 5'000);
+  CHECK(links.line_time(0, 1, kGB) == 100 * kMs + 5'000);
   CHECK(drain(links, 1) == std::vector<TimeNs>{100 * kMs});
   CHECK(links.tx(0).bytes == kGB);
   CHECK(links.rx(1).bytes == kGB);
@@ -84,7 +84,15 @@ TEST_CASE("the fabric limits transfers between distinct instances", "[kv_link]")
   links.start(2, 5, kGB, 0);
   CHECK(drain(links, 3) == std::vector<TimeNs>{200 * kMs, 200 * kMs, 200 * kMs});
   CHECK(links.fabric().bytes == 3 * kGB);
-  CHECK(links.line_time(kGB) == 100 * kMs);
+  CHECK(links.line_time(0, 3, kGB) == 100 * kMs);
+}
+
+TEST_CASE("instances with NICs of their own: the slower end sets the pace", "[kv_link]") {
+  KvLinks links(2, {10 * kGBps, 0, 0}, {20 * kGBps, 5 * kGBps});
+  CHECK(links.line_time(0, 1, kGB) == 200 * kMs);
+  CHECK(links.line_time(1, 0, kGB) == 200 * kMs);
+  links.start(0, 1, kGB, 0);
+  CHECK(drain(links, 1) == std::vector<TimeNs>{200 * kMs});
 }
 
 TEST_CASE("an infinitely fast link moves the bytes at once", "[kv_link]") {
@@ -92,5 +100,5 @@ TEST_CASE("an infinitely fast link moves the bytes at once", "[kv_link]") {
   links.start(0, 1, 123 * kGB, 40);
   CHECK(links.next_through() == 40);
   CHECK(drain(links, 1) == std::vector<TimeNs>{40});
-  CHECK(links.line_time(kGB) == 7'000);
+  CHECK(links.line_time(0, 1, kGB) == 7'000);
 }
