@@ -22,6 +22,9 @@ class PointObserver final : public EngineObserver {
       : block_size_(block_size), check_(std::move(check)) {}
   void on_request_finished(const RequestRecord& r) override {
     if (!counted.add(r)) return;
+    ++finished;
+    prompt_tokens += static_cast<uint64_t>(r.prompt_tokens);
+    hit_tokens += static_cast<uint64_t>(r.hit_tokens);
     if (per_replica.size() <= r.replica) per_replica.resize(r.replica + 1);
     ++per_replica[r.replica];
     ttft.add(static_cast<double>(r.ttft()) / 1e9);
@@ -40,6 +43,7 @@ class PointObserver final : public EngineObserver {
   }
   LatencyAccumulator ttft{vllm_ttft_buckets()}, queue{vllm_ttft_buckets()}, e2e{vllm_ttft_buckets()};
   uint64_t queried_blocks = 0, hit_blocks = 0;
+  uint64_t finished = 0, prompt_tokens = 0, hit_tokens = 0;  // client requests (a split one once)
   CountedRequests counted;
   TimeNs first_arrival = std::numeric_limits<TimeNs>::max(), last_finish = 0;
   std::vector<uint64_t> per_replica;  // finished requests
@@ -51,7 +55,10 @@ class PointObserver final : public EngineObserver {
 
 void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedScenario& resolved,
                       const std::string& spec, const PolicyContext& ctx, int64_t num_blocks, PointResult& out) {
-  Fleet fleet(s, resolved, num_blocks, spec, ctx);
+  // Disaggregated: each pool sized by its own GPU and TP (num_blocks is the
+  // scenario's server's).
+  Fleet fleet = disaggregated(s) ? Fleet(s, disagg_pools(s, resolved), spec, ctx)
+                                 : Fleet(s, resolved, num_blocks, spec, ctx);
   fleet.add_tiers(scenario_tiers(s, *resolved.model));
   std::vector<const BlockPool*> pools;
   for (const auto& r : fleet.replicas) pools.push_back(&r->pool);
@@ -75,6 +82,13 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
   r.evictions = 0;
   for (const BlockPool* p : pools) r.evictions += p->evictions();
   r.refused_requests = res.refused + fr.admission.refused();  // never fit, or shed at the router
+  if (fleet.num_prefill > 0) {  // a split request's legs count once, with its prefill's hits
+    r.requests = obs.finished;
+    r.prompt_tokens = static_cast<int64_t>(obs.prompt_tokens);
+    r.hit_tokens = static_cast<int64_t>(obs.hit_tokens);
+    r.hit_rate = r.prompt_tokens ? static_cast<double>(r.hit_tokens) / static_cast<double>(r.prompt_tokens) : 0;
+    r.output_tokens = static_cast<int64_t>(obs.counted.output_tokens);
+  }
   if (s.replicas > 1) {
     obs.per_replica.resize(static_cast<size_t>(s.replicas));
     out.imbalance = res.finished ? max_over_mean(obs.per_replica) : NAN;
@@ -86,8 +100,8 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
   out.steps = res.steps;
   if (res.finished && obs.last_finish > obs.first_arrival) {
     const double span_s = static_cast<double>(obs.last_finish - obs.first_arrival) / 1e9;
-    out.requests_per_s = static_cast<double>(res.finished) / span_s;
-    out.output_tokens_per_s = static_cast<double>(res.output_tokens) / span_s;
+    out.requests_per_s = static_cast<double>(r.requests) / span_s;
+    out.output_tokens_per_s = static_cast<double>(r.output_tokens) / span_s;
   }
 }
 

@@ -249,16 +249,13 @@ ReplaySetup prepare_replay(const Scenario& s) {
     check_run_fits_memory(run_blocks(s, setup.kv, setup.tiers), "--replicas");
     return setup;
   }
+  setup.pools = disagg_pools(s, setup.resolved);
   RunBlocks all;
   all.replicas = 0;
-  for (const bool prefill : {true, false}) {
-    FleetPool p{pool_scenario(s, prefill), {}, {}};
-    p.resolved = resolve_pool(p.scenario, setup.resolved);
-    p.kv = size_kv_pool(kv_sizing_input(p.scenario, p.resolved));
+  for (const FleetPool& p : setup.pools) {
     const RunBlocks b = run_blocks(p.scenario, p.kv, setup.tiers);
     all.replicas += b.replicas;
     all.parts.insert(all.parts.end(), b.parts.begin(), b.parts.end());
-    setup.pools.push_back(std::move(p));
   }
   setup.kv = setup.pools[0].kv;
   check_run_fits_memory(all, "--prefill-replicas/--decode-replicas");

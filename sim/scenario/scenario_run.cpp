@@ -209,6 +209,17 @@ void Fleet::add_replicas(const Scenario& s, const ResolvedScenario& r, int64_t n
   }
 }
 
+std::vector<FleetPool> disagg_pools(const Scenario& s, const ResolvedScenario& whole) {
+  std::vector<FleetPool> pools;
+  for (const bool prefill : {true, false}) {
+    FleetPool p{pool_scenario(s, prefill), {}, {}};
+    p.resolved = resolve_pool(p.scenario, whole);
+    p.kv = size_kv_pool(kv_sizing_input(p.scenario, p.resolved));
+    pools.push_back(std::move(p));
+  }
+  return pools;
+}
+
 ResolvedScenario resolve_pool(const Scenario& pool, const ResolvedScenario& whole) {
   ResolvedScenario r = whole;
   r.gpu = &find_gpu(pool.gpu);

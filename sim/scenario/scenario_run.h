@@ -96,6 +96,8 @@ struct FleetPool {
 // A pool's resolution from the whole scenario's: its GPU (and a per-GPU
 // profile for it); the model, the step model and the load are the same.
 ResolvedScenario resolve_pool(const Scenario& pool, const ResolvedScenario& whole);
+// A disaggregated scenario's pools (prefill, decode), resolved and sized.
+std::vector<FleetPool> disagg_pools(const Scenario& s, const ResolvedScenario& whole);
 
 // s.replicas replicas, each with its own `policy` (a spec) and pool of
 // `num_blocks`, behind s.router, on one event loop. One replica runs
