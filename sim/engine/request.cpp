@@ -103,6 +103,8 @@ void Request::clear() {
   wait_for.clear();
   wait_after = 0;
   awaitable = false;
+  leg = Leg::kWhole;
+  ticket = 0;
   prompt_chain.reset(prompt_chain.block_size(), nullptr);
 }
 

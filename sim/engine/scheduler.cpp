@@ -420,11 +420,12 @@ void Scheduler::apply_output(StepPlan& plan) {
       // Freed right away, in scheduled order: this sets the free-queue order.
       // (Async: a request preempted while its last token was in flight
       // holds no blocks; it leaves `waiting`.)
-      // A prefill leg's blocks wait for the decode side to read them.
-      if (q.req.leg == Request::Leg::kPrefill && !q.kv.blocks.empty()) {
-        KvSeq& held = held_[q.req.ticket];
-        if (!held.blocks.empty()) throw InternalError("scheduler: ticket " + std::to_string(q.req.ticket) + " held twice");
-        std::swap(held, q.kv);
+      // A prefill leg's blocks wait for the decode side to read them (none
+      // when it was preempted with its token in flight: async scheduling).
+      if (q.req.leg == Request::Leg::kPrefill) {
+        const auto [held, fresh] = held_.try_emplace(q.req.ticket);
+        if (!fresh) throw InternalError("scheduler: ticket " + std::to_string(q.req.ticket) + " held twice");
+        std::swap(held->second, q.kv);
       } else {
         kv_.free(q.kv);
       }

@@ -103,6 +103,7 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
   // An arrival: the prefill leg to a prefill instance, or the whole request
   // to its decode instance (conditional disaggregation).
   uint32_t route(Request& r) {
+    r.leg = Request::Leg::kWhole;  // a reused request object may carry an earlier one's
     const bool pick_now = cfg_.decode_at_arrival || cfg_.local_prefill >= 0;
     const uint32_t d = pick_now ? pick(decode_router_, promised_view_, r) : kNone;
     if (cfg_.local_prefill >= 0) {

@@ -302,6 +302,56 @@ TEST_CASE("the decode instance's own prefix cache shrinks what crosses the link"
   CHECK(o.result.stats.transfer_blocks == 10 + 10);
 }
 
+TEST_CASE("a request object reused by its source never carries an earlier request's leg", "[disagg]") {
+  // A trace reader fills one Request again and again (clear(), then its
+  // fields); a locally prefilled request must not inherit the split one's.
+  class Reusing final : public RequestSource {
+   public:
+    explicit Reusing(std::vector<Request> reqs) : reqs_(std::move(reqs)) {}
+    bool next(Request& out) override {
+      if (i_ == reqs_.size()) return false;
+      out.clear();
+      const Request& r = reqs_[i_++];
+      out.id = r.id;
+      out.arrival = r.arrival;
+      out.tokens = r.tokens;
+      out.prompt_len = r.prompt_len;
+      out.output_len = r.output_len;
+      return true;
+    }
+    std::string format() const override { return "reusing"; }
+    std::string origin() const override { return "reusing"; }
+
+   private:
+    std::vector<Request> reqs_;
+    size_t i_ = 0;
+  };
+  Request leg;
+  leg.leg = Request::Leg::kPrefill;
+  leg.ticket = 7;
+  leg.clear();
+  CHECK(leg.leg == Request::Leg::kWhole);
+  CHECK(leg.ticket == 0);
+  // Long prompts go split, short ones local, alternating.
+  std::vector<Request> reqs;
+  for (int i = 0; i < 12; ++i) reqs.push_back(request("r" + std::to_string(i), i * 3 * kMs, i % 2 ? 20 : 300, 3, i * 1000));
+  EventLoop loop;
+  std::vector<std::unique_ptr<Instance>> inst;
+  std::vector<Engine*> engines;
+  for (uint32_t i = 0; i < 2; ++i) {
+    inst.push_back(std::make_unique<Instance>(200, &loop, i));
+    engines.push_back(&inst.back()->engine);
+  }
+  RouterContext one;
+  auto pr = make_router("round-robin", one), dr = make_router("round-robin", one);
+  Reusing src(reqs);
+  const DisaggResult d = run_disagg(loop, src, engines, 1, *pr, *dr, 16, parse_disagg("vllm-nixl:local_prefill=64"),
+                                    {1e9, 0, 0}, kMB, nullptr);
+  CHECK(d.stats.local == 6);
+  CHECK(d.stats.split == 6);
+  CHECK(d.fleet.total.finished == 18);
+}
+
 TEST_CASE("disaggregation specs: the named designs, their parameters, and bad ones named", "[disagg]") {
   CHECK(disagg_text(parse_disagg("vllm-nixl")) == "vllm-nixl:first_token=decode,decode_pick=after,local_prefill=-1");
   CHECK(disagg_text(parse_disagg("mooncake")) == "mooncake:first_token=prefill,decode_pick=arrival,local_prefill=-1");
