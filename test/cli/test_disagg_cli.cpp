@@ -19,8 +19,6 @@ std::vector<std::string> with_load(std::vector<std::string> head) {
   head.insert(head.end(), kLoad.begin(), kLoad.end());
   return head;
 }
-}  // namespace test_disagg_cli
-using namespace test_disagg_cli;
 
 TEST_CASE("a disaggregated replay reports its pools, transfers and links, and they add up", "[cli][disagg]") {
   const std::string dir = temp_dir("disagg-cli");
@@ -128,3 +126,5 @@ TEST_CASE("disaggregation misuse is exit 2 naming the flag", "[cli][disagg]") {
     CHECK(r.err.find(c.says) != std::string::npos);
   }
 }
+
+}  // namespace test_disagg_cli

@@ -151,8 +151,6 @@ std::vector<Request> multi_turn(int sessions, int turns, TimeNs gap) {
   return out;
 }
 
-}  // namespace test_disagg
-using namespace test_disagg;
 
 TEST_CASE("one request's KV crosses the link in bytes over bandwidth plus latency", "[disagg]") {
   // Prefill: 100 tokens in one step, 2.2 ms. The decode instance holds none
@@ -363,3 +361,5 @@ TEST_CASE("disaggregation specs: the named designs, their parameters, and bad on
   CHECK_THROWS_AS(parse_disagg("vllm-nixl:speed=2"), InputError);
   CHECK_THROWS_AS(parse_disagg("vllm-nixl:local_prefill=-5"), InputError);
 }
+
+}  // namespace test_disagg

@@ -28,8 +28,6 @@ std::vector<TimeNs> drain(KvLinks& links, size_t n) {
   }
   return at;
 }
-}  // namespace test_kv_link
-using namespace test_kv_link;
 
 TEST_CASE("one transfer alone takes its bytes over the NIC's bandwidth", "[kv_link]") {
   KvLinks links(2, {10 * kGBps, 0, 5'000});
@@ -102,3 +100,5 @@ TEST_CASE("an infinitely fast link moves the bytes at once", "[kv_link]") {
   CHECK(drain(links, 1) == std::vector<TimeNs>{40});
   CHECK(links.line_time(0, 1, kGB) == 7'000);
 }
+
+}  // namespace test_kv_link
