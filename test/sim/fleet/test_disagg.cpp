@@ -16,6 +16,7 @@
 #include "sim/engine/vector_source.h"
 #include "sim/fleet/disagg.h"
 #include "sim/fleet/fleet.h"
+#include "test/sim/fleet/linear_replica.h"
 #include "sim/kv/block_pool.h"
 #include "sim/kv/kv_cache_manager.h"
 
@@ -27,27 +28,7 @@ constexpr TimeNs kUs = 1'000;
 constexpr TimeNs kMs = 1'000'000;
 constexpr int64_t kMB = 1'000'000;
 
-class LinearExecutor final : public Executor {
- public:
-  TimeNs step_time(const Batch& b) override { return 2 * kMs + 2 * kUs * b.total_new_tokens(); }
-};
-
-struct Instance {
-  Instance(int32_t blocks, EventLoop* loop, uint32_t index)
-      : pool(blocks, true, make_policy("lru")),
-        kv(16, pool),
-        engine(loop ? Engine(cfg(), kv, exec, *loop, index) : Engine(cfg(), kv, exec)) {}
-  static SchedulerConfig cfg() {
-    SchedulerConfig c;
-    c.max_num_seqs = 16;
-    c.max_num_batched_tokens = 512;
-    return c;
-  }
-  BlockPool pool;
-  KvCacheManager kv;
-  LinearExecutor exec;
-  Engine engine;
-};
+using Instance = fleet_test::LinearReplica;
 
 // Checks every pool after each step; keeps each request's record by id.
 class Records final : public EngineObserver {

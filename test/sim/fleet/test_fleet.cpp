@@ -13,17 +13,13 @@
 #include "sim/base/error.h"
 #include "sim/engine/vector_source.h"
 #include "sim/fleet/fleet.h"
+#include "test/sim/fleet/linear_replica.h"
 #include "sim/kv/block_pool.h"
 #include "sim/kv/kv_cache_manager.h"
 
 using namespace prefixsim;
 
 namespace {
-
-class LinearExecutor final : public Executor {
- public:
-  TimeNs step_time(const Batch& b) override { return 2'000'000 + 2'000 * b.total_new_tokens(); }
-};
 
 // `sessions` conversations of `turns` turns: every prompt starts with one
 // shared 64-token system prompt, then the session's history so far (each
@@ -55,22 +51,7 @@ std::vector<Request> multi_turn(int sessions, int turns, TimeNs gap, uint64_t se
   return out;
 }
 
-struct Replica {
-  Replica(int32_t blocks, EventLoop* loop, uint32_t index)
-      : pool(blocks, true, make_policy("lru")),
-        kv(16, pool),
-        engine(loop ? Engine(cfg(), kv, exec, *loop, index) : Engine(cfg(), kv, exec)) {}
-  static SchedulerConfig cfg() {
-    SchedulerConfig c;
-    c.max_num_seqs = 16;
-    c.max_num_batched_tokens = 512;
-    return c;
-  }
-  BlockPool pool;
-  KvCacheManager kv;
-  LinearExecutor exec;
-  Engine engine;
-};
+using Replica = fleet_test::LinearReplica;
 
 // Checks every replica's pool after each of its steps; counts records.
 class Checker final : public EngineObserver {
