@@ -55,10 +55,16 @@ class PointObserver final : public EngineObserver {
 
 void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedScenario& resolved,
                       const std::string& spec, const PolicyContext& ctx, int64_t num_blocks, PointResult& out) {
-  // Disaggregated: each pool sized by its own GPU and TP (num_blocks is the
-  // scenario's server's).
-  Fleet fleet = disaggregated(s) ? Fleet(s, disagg_pools(s, resolved), spec, ctx)
-                                 : Fleet(s, resolved, num_blocks, spec, ctx);
+  // Disaggregated: num_blocks is the scenario's server's (compare's size
+  // axis), so a pool of that server takes it; a pool on its own GPU or TP is
+  // sized by them.
+  std::vector<FleetPool> sized;
+  if (disaggregated(s)) {
+    sized = disagg_pools(s, resolved);
+    for (FleetPool& p : sized)
+      if (p.scenario.gpu == s.gpu && p.scenario.tp == s.tp) p.kv.num_blocks = num_blocks;
+  }
+  Fleet fleet = disaggregated(s) ? Fleet(s, sized, spec, ctx) : Fleet(s, resolved, num_blocks, spec, ctx);
   fleet.add_tiers(scenario_tiers(s, *resolved.model));
   std::vector<const BlockPool*> pools;
   for (const auto& r : fleet.replicas) pools.push_back(&r->pool);

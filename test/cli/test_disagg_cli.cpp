@@ -98,6 +98,26 @@ TEST_CASE("sweep runs disaggregated points, the same bytes on 1 or 2 threads", "
   CHECK(one.find("mooncake") != std::string::npos);
 }
 
+TEST_CASE("compare's pool sizes apply to pools of the compared server", "[cli][disagg]") {
+  const std::string dir = temp_dir("disagg-compare");
+  auto r = run_cli({"compare", data_path("traces/mooncake_small.jsonl"), "--mode", "engine", "--policies", "lru",
+                    "--kv-blocks", "40,3000", "--prefill-replicas", "1", "--decode-replicas", "1", "--out", dir,
+                    "--quiet"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  // compare.csv: policy,spec,kv_blocks,capacity_tokens,...,refused_requests (10th column),...
+  const std::string csv = read_file(dir + "/compare.csv");
+  auto refused_at = [&](const std::string& blocks) {
+    const size_t at = csv.find("\"lru\"," + blocks + ",");
+    REQUIRE(at != std::string::npos);
+    std::string line = csv.substr(at, csv.find('\n', at) - at);
+    for (int k = 0; k < 8; ++k) line = line.substr(line.find(',') + 1);
+    return std::stoll(line.substr(0, line.find(',')));
+  };
+  CHECK(refused_at("40") > 0);  // 40 blocks hold no request of that trace
+  CHECK(refused_at("3000") == 0);
+}
+
 TEST_CASE("disaggregation misuse is exit 2 naming the flag", "[cli][disagg]") {
   const std::string dir = temp_dir("disagg-bad");
   struct Case {
