@@ -208,14 +208,16 @@ TEST_CASE("with P = D = 1 and an infinitely fast link the split keeps the aggreg
   Setup s;  // link {0, 0, 0}: infinitely fast, no latency
   SECTION("first token from the prefill instance: the same TTFT and E2E") {
     s.spec = "mooncake";
-    const RequestRecord& r = run(one, s).records.at("a");
+    const Outcome o = run(one, s);
+    const RequestRecord& r = o.records.at("a");
     CHECK(r.first_token == w.first_token);
     CHECK(r.finish == w.finish);
     CHECK(r.output_tokens == 5);
     CHECK(r.max_itl == 2'002 * kUs);
   }
   SECTION("first token from the decode instance: one more step, the recomputed last prompt token") {
-    const RequestRecord& r = run(one, s).records.at("a");
+    const Outcome o = run(one, s);
+    const RequestRecord& r = o.records.at("a");
     CHECK(r.first_token == w.first_token + 2'002 * kUs);
     CHECK(r.finish == w.finish + 2'002 * kUs);
     CHECK(r.transfer_done == r.prefill_done);
