@@ -33,13 +33,15 @@ DisaggConfig parse_disagg(const std::string& spec) {
   c.local_prefill = p.get_int("local_prefill", c.local_prefill);
   if (c.local_prefill < -1 || c.local_prefill > (int64_t{1} << 40))
     throw InputError("--disagg " + ps.name + ": local_prefill must be -1 (off) or a token count in [0, 2^40]");
+  // Deciding on a local prefill needs the decode instance's cache at arrival.
+  if (c.local_prefill >= 0) c.decode_at_arrival = true;
   p.reject_unused();
   return c;
 }
 
 std::string disagg_text(const DisaggConfig& c) {
   return c.design + ":first_token=" + (c.first_token_on_prefill ? "prefill" : "decode") +
-         ",decode_pick=" + (c.decode_at_arrival || c.local_prefill >= 0 ? "arrival" : "after") +
+         ",decode_pick=" + (c.decode_at_arrival ? "arrival" : "after") +
          ",local_prefill=" + std::to_string(c.local_prefill);
 }
 
@@ -104,8 +106,7 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
   // to its decode instance (conditional disaggregation).
   uint32_t route(Request& r) {
     r.leg = Request::Leg::kWhole;  // a reused request object may carry an earlier one's
-    const bool pick_now = cfg_.decode_at_arrival || cfg_.local_prefill >= 0;
-    const uint32_t d = pick_now ? pick(decode_router_, promised_view_, r) : kNone;
+    const uint32_t d = cfg_.decode_at_arrival ? pick(decode_router_, promised_view_, r) : kNone;
     if (cfg_.local_prefill >= 0) {
       const auto blocks = r.ensure_prompt_chain(block_size_).hashes();
       const int64_t cached = static_cast<int64_t>(decode_view_.truly_cached(d, blocks)) * block_size_;

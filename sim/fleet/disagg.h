@@ -62,7 +62,7 @@ namespace prefixsim {
 struct DisaggConfig {
   std::string design = "vllm-nixl";
   bool first_token_on_prefill = false;
-  bool decode_at_arrival = false;
+  bool decode_at_arrival = false;  // always with local_prefill >= 0
   int64_t local_prefill = -1;  // < 0: always disaggregated
 };
 

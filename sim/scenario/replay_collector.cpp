@@ -280,7 +280,7 @@ void ReplayCollector::fill_disagg(RunReport& report, const std::vector<EngineRes
   pc.queried_tokens = client_prompt_;
   pc.hit_tokens = client_hit_;
   pc.hit_rate = client_prompt_ ? static_cast<double>(client_hit_) / static_cast<double>(client_prompt_) : kNotAvailable;
-  const double span = static_cast<double>(std::max<TimeNs>(last_finish_ - std::max<TimeNs>(first_arrival_, 0), 1));
+  const double span = static_cast<double>(this->span());
   for (size_t k = 0; k < d.pools.size(); ++k) {
     DisaggPoolReport& p = d.pools[k];
     const size_t from = k == 0 ? 0 : num_prefill, to = k == 0 ? num_prefill : results.size();
@@ -309,7 +309,6 @@ void ReplayCollector::fill_disagg(RunReport& report, const std::vector<EngineRes
   d.prefill_ms = part_prefill_.summary_ms();
   d.transfer_ms = part_transfer_.summary_ms();
   d.first_decode_ms = part_first_decode_.summary_ms();
-  for (DisaggLinkReport& l : d.links) l.busy_share /= span;  // the caller set busy time in ns
 }
 
 bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {

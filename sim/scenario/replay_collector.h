@@ -4,6 +4,7 @@
 // kMaxRows, so memory stays bounded however long the trace.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <vector>
@@ -36,6 +37,9 @@ class ReplayCollector final : public EngineObserver {
   // drive_replicas; evictions by replica).
   void fill_fleet(RunReport& report, const std::vector<EngineResult>& results,
                   const std::vector<uint64_t>& evictions) const;
+  // The span the run's throughput and busy shares are over: first arrival
+  // to last finish of the counted requests (1 ns at least).
+  TimeNs span() const { return std::max<TimeNs>(last_finish_ - std::max<TimeNs>(first_arrival_, 0), 1); }
   // Disaggregated serving: the pools' figures (replicas [0, num_prefill)
   // are the prefill pool) and the TTFT's parts, into report.disagg (whose
   // design, pools' names, GPUs, TPs and sizes the caller set).

@@ -104,8 +104,8 @@ std::unique_ptr<StepsWriter> open_steps(const ReplaySetup& setup, const std::str
 }
 
 // Disaggregated: what the fleet and the coordinator know (the collector adds
-// the pools' figures and the TTFT's parts). Link busy time is left in ns.
-DisaggReport disagg_report_head(const Fleet& fleet, const ReplaySetup& setup) {
+// the pools' figures and the TTFT's parts). `span`: the collector's.
+DisaggReport disagg_report_head(const Fleet& fleet, const ReplaySetup& setup, TimeNs span) {
   const Scenario& s = setup.scenario;
   const DisaggStats& st = fleet.disagg_stats;
   DisaggReport d;
@@ -148,7 +148,7 @@ DisaggReport disagg_report_head(const Fleet& fleet, const ReplaySetup& setup) {
     }
     r.transfers = l.transfers;
     r.bytes = l.bytes;
-    r.busy_share = static_cast<double>(l.busy);
+    r.busy_share = static_cast<double>(l.busy) / static_cast<double>(span);
     r.max_concurrent = l.max_concurrent;
     d.links.push_back(r);
   }
@@ -206,7 +206,7 @@ void run_engine_mode(const ReplaySetup& setup, const PolicyContext& pctx, IdealH
   if (out.steps) out.steps->file().finish();
   fill_engine_figures(fleet, fres, ideal, warmup, collector, out.report);
   if (fleet.num_prefill > 0) {
-    out.report.disagg = disagg_report_head(fleet, setup);
+    out.report.disagg = disagg_report_head(fleet, setup, collector.span());
     collector.fill_disagg(out.report, fres.replicas, fleet.num_prefill);
   }
   out.report.timed->load.time_scale = setup.resolved.time_scale;
