@@ -161,7 +161,11 @@ std::string render_plan_html(const json& plan) {
   out += "<table>\n<tr><th>fleet</th><th>replicas</th><th>router</th><th>meets</th><th>TTFT p99 ms</th><th>hit rate</th>"
          "<th>cost</th></tr>\n";
   for (const json& r : plan.value("runs", json::array()))
-    out += "<tr><td>" + cell(r.value("fleet", json(nullptr))) + "</td><td>" + cell(r["replicas"]) + "</td><td>" +
+    out += "<tr><td>" + cell(r.value("fleet", json(nullptr))) + "</td><td>" +
+           (r.contains("prefill_replicas") ? html_escape(std::to_string(r["prefill_replicas"].get<int64_t>()) + "P:" +
+                                                         std::to_string(r["decode_replicas"].get<int64_t>()) + "D")
+                                           : cell(r["replicas"])) +
+           "</td><td>" +
            cell(r.value("router", json(nullptr))) + "</td><td>" + (r.value("meets", false) ? "yes" : "no") +
            "</td><td>" + cell(r.value("ttft_p99_ms", json(nullptr))) + "</td><td>" +
            cell(r.value("hit_rate", json(nullptr))) + "</td><td>" + cell(r.value("cost", json(nullptr))) + "</td></tr>\n";

@@ -20,7 +20,24 @@ std::string fmt(double v, int digits) {
 }
 
 double number_or_nan(const ojson& row, const std::string& key) {
-  return row[key].is_number() ? row[key].get<double>() : NAN;
+  return row.contains(key) && row[key].is_number() ? row[key].get<double>() : NAN;
+}
+
+// A fleet's size: "16", or "12P:4D" for a split fleet (a run, a shape or the answer).
+std::string size_text(const ojson& o) {
+  if (o.contains("prefill_replicas"))
+    return std::to_string(o["prefill_replicas"].get<int64_t>()) + "P:" +
+           std::to_string(o["decode_replicas"].get<int64_t>()) + "D";
+  return o.contains("replicas") ? std::to_string(o["replicas"].get<int64_t>()) : "-";
+}
+
+// " (TTFT parts: queue 1.0 + prefill 2.0 + transfer 3.0 + first decode 4.0 ms mean)" for a split run.
+std::string parts_text(const ojson& r) {
+  if (!r.contains("ttft_parts_mean_ms")) return "";
+  const ojson& p = r["ttft_parts_mean_ms"];
+  return "TTFT mean parts: queue " + fmt(number_or_nan(p, "queue"), 1) + " + prefill " +
+         fmt(number_or_nan(p, "prefill"), 1) + " + transfer " + fmt(number_or_nan(p, "transfer"), 1) +
+         " + first decode " + fmt(number_or_nan(p, "first_decode"), 1) + " ms";
 }
 
 // "ttft_p99_ms 1234.5 ms (<= 2000.0 ms: 38.3 % inside)", from one of
@@ -65,6 +82,16 @@ void md_answer(std::ostringstream& md, const ojson& plan) {
   const ojson& answer = plan["answer"];
   if (answer.is_null()) return;
   md << "Margin at the answer:\n\n" << margins_md(plan, answer["run"]);
+  if (answer.contains("prefill_replicas")) {  // a split fleet: one fewer of either pool
+    md << "\n" << parts_text(answer["run"]) << ".\n";
+    for (const char* pool : {"prefill", "decode"}) {
+      const ojson& fewer = answer[std::string("one_fewer_") + pool];
+      if (!fewer.is_null())
+        md << "\nOne " << pool << " instance fewer (" << size_text(fewer) << ") does not meet it:\n\n"
+           << margins_md(plan, fewer);
+    }
+    return;
+  }
   if (answer["one_fewer"].is_null()) {
     md << "\nOne replica is the smallest fleet.\n";
     return;
@@ -77,13 +104,14 @@ void md_tables(std::ostringstream& md, const ojson& plan) {
   md << "\n## Fleet shapes\n\n| shape | status | replicas | cost | runs |\n| --- | --- | ---: | ---: | ---: |\n";
   for (const ojson& o : plan["shapes"])
     md << "| " << o["fleet"].get<std::string>() << " | " << o["status"].get<std::string>() << " | "
-       << (o.contains("replicas") ? std::to_string(o["replicas"].get<int64_t>()) : "-") << " | "
+       << size_text(o) << " | "
        << (o.contains("cost") ? fmt(o["cost"].get<double>(), 2) : "-") << " | " << o["runs"].get<size_t>() << " |\n";
-  md << "\n## Runs (in the order run, per shape)\n\n| shape | replicas | meets | TTFT p99 ms | hit rate % | "
-        "refused | imbalance |\n| --- | ---: | --- | ---: | ---: | ---: | ---: |\n";
+  md << "\n## Runs (in the order run, per shape)\n\n| shape | replicas | meets | TTFT p99 ms | TPOT p99 ms | "
+        "hit rate % | refused | imbalance |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
   for (const ojson& r : plan["runs"])
-    md << "| " << r["fleet"].get<std::string>() << " | " << r["replicas"].get<int64_t>() << " | "
+    md << "| " << r["fleet"].get<std::string>() << " | " << size_text(r) << " | "
        << (r["meets"].get<bool>() ? "yes" : "no") << " | " << fmt(number_or_nan(r, "ttft_p99_ms"), 1) << " | "
+       << fmt(number_or_nan(r, "tpot_p99_ms"), 1) << " | "
        << fmt(100 * number_or_nan(r, "hit_rate"), 2) << " | " << r["refused_requests"].get<uint64_t>() << " | "
        << fmt(number_or_nan(r, "imbalance"), 2) << " |\n";
   if (!plan.contains("routers_at_answer")) return;
@@ -110,9 +138,11 @@ void md_method(std::ostringstream& md, const ojson& plan) {
   for (const ojson& v : violations) md << "- " << v.get<std::string>() << "\n";
 }
 
-// "TTFT p99 12.3 ms, hit rate 45.67 % -> meets"
+// "TTFT p99 12.3 ms, hit rate 45.67 % -> meets" (a split run: TPOT p99 too)
 std::string run_verdict(const ojson& r) {
-  return "TTFT p99 " + fmt(number_or_nan(r, "ttft_p99_ms"), 1) + " ms, hit rate " +
+  const std::string tpot =
+      r.contains("prefill_replicas") ? ", TPOT p99 " + fmt(number_or_nan(r, "tpot_p99_ms"), 1) + " ms" : "";
+  return "TTFT p99 " + fmt(number_or_nan(r, "ttft_p99_ms"), 1) + " ms" + tpot + ", hit rate " +
          fmt(100 * number_or_nan(r, "hit_rate"), 2) + " % -> " + (r["meets"].get<bool>() ? "meets" : "fails");
 }
 
@@ -135,13 +165,20 @@ std::string render_plan_terminal(const nlohmann::ordered_json& plan) {
   const nlohmann::ordered_json& answer = plan["answer"];
   if (!answer.is_null()) {
     term += "  margin:" + margins_inline(plan, answer["run"]) + "\n";
-    if (!answer["one_fewer"].is_null())
+    if (answer.contains("prefill_replicas")) {
+      term += "  " + parts_text(answer["run"]) + "\n";
+      for (const char* pool : {"prefill", "decode"}) {
+        const nlohmann::ordered_json& fewer = answer[std::string("one_fewer_") + pool];
+        if (!fewer.is_null())
+          term += std::string("  one ") + pool + " fewer (" + size_text(fewer) + "):" + margins_inline(plan, fewer) + "\n";
+      }
+    } else if (!answer["one_fewer"].is_null())
       term += "  one fewer (" + std::to_string(answer["replicas"].get<int64_t>() - 1) +
               " replicas):" + margins_inline(plan, answer["one_fewer"]) + "\n";
   }
   term += "  runs:\n";
   for (const nlohmann::ordered_json& r : plan["runs"])
-    term += "    " + r["fleet"].get<std::string>() + " x " + std::to_string(r["replicas"].get<int64_t>()) + ": " +
+    term += "    " + r["fleet"].get<std::string>() + " x " + size_text(r) + ": " +
             run_verdict(r) + "\n";
   if (plan.contains("routers_at_answer")) {
     term += "  routers at the answer:\n";

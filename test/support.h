@@ -41,6 +41,12 @@ constexpr int sanitized_share(int n) {
 #endif
 }
 
+// True in the sanitized build (where sanitized_share divides by 8). Tests
+// that replay large KV pools cut their grids there: the debug build checks
+// the block pool's invariants after every operation, O(pool) each, and the
+// release run keeps the whole grid.
+constexpr bool kSanitized = sanitized_share(8) != 8;
+
 // Writes `text` to dir/name and returns the path.
 std::string write_text_file(const std::string& dir, const std::string& name, const std::string& text);
 

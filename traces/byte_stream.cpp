@@ -235,7 +235,7 @@ constexpr size_t kNewlineSlack = 16;  // find_newline's reads past the data
 
 LineReader::LineReader(std::unique_ptr<ByteStream> in, size_t padding)
     : in_(std::move(in)), padding_(std::max(padding, kNewlineSlack)), cap_(1 << 20) {
-  buf_ = std::make_unique<char[]>(cap_ + padding_);
+  buf_ = std::make_unique_for_overwrite<char[]>(cap_ + padding_);
 }
 
 bool LineReader::fill() {
@@ -253,7 +253,7 @@ bool LineReader::fill() {
                        "line longer than " + bytes_text(limit) + " (raise --max-line-bytes to read it)");
     }
     const size_t cap = static_cast<size_t>(std::min<uint64_t>(uint64_t{cap_} * 2, limit));
-    auto bigger = std::make_unique<char[]>(cap + padding_);
+    auto bigger = std::make_unique_for_overwrite<char[]>(cap + padding_);
     std::memcpy(bigger.get(), buf_.get(), end_);
     buf_ = std::move(bigger);
     cap_ = cap;

@@ -25,6 +25,8 @@ po::options_description plan_flags() {
   opts.add_options()
       ("slo", po::value<std::string>(), "the service level to meet: ttft_p99=2s[,hit_rate>=0.5,...] (see below)")
       ("tp", po::value<std::string>()->default_value("1,2,4,8"), "tensor-parallel sizes to try")
+      ("prefill-tp", po::value<std::string>(), "split fleets: the prefill pool's TPs to try (default: --tp's)")
+      ("decode-tp", po::value<std::string>(), "split fleets: the decode pool's TPs to try (default: --tp's)")
       ("max-replicas", po::value<int64_t>()->default_value(64), "the largest fleet to try per shape")
       ("routers", po::value<std::string>(), "also run these routers at the answer, to compare: a,b,...")
       ("gpu-cost", po::value<double>(), "price of one GPU-hour (default: the GPU catalog's cost_per_hour; "
@@ -42,7 +44,8 @@ po::options_description plan_flags() {
 
 const char* const kUsage =
     "prefixsim plan TRACE --slo ttft_p99=2s[,hit_rate>=0.5] [--model M --gpu G] [--tp 1,2,4,8]\n"
-    "               [--router R] [--routers a,b] [--gpu-cost C] [--requests N] [--out DIR]";
+    "               [--router R] [--routers a,b] [--gpu-cost C] [--requests N] [--out DIR]\n"
+    "               [--prefill-tp 4,8 --decode-tp 8 --disagg D --kv-link-gbps G]";
 const char* const kDescription =
     "Finds the cheapest fleet (replicas x TP) of --model on --gpu that meets the SLO when\n"
     "it serves TRACE, in engine mode: for every TP, the fewest replicas meeting it, by doubling\n"
@@ -52,19 +55,46 @@ const char* const kDescription =
     "plan.json, plan.md and plan.html to --out. Bisection assumes more replicas never hurt;\n"
     "a hit-rate bound can break that (a prefix-blind router spreads sessions thinner as the\n"
     "fleet grows): every violation seen among the runs is reported.\n\n"
-    "SLO terms: ttft_mean, ttft_p50, ttft_p90, ttft_p99, queue_p99, e2e_p99 with <= (or =) and\n"
+    "Disaggregated serving: any of --disagg, --prefill-tp, --decode-tp, --prefill-gpu,\n"
+    "--decode-gpu, --prefill-router, --decode-router, --kv-link-gbps, --kv-link-latency-us,\n"
+    "--kv-fabric-gbps adds split fleets (every prefill TP x decode TP) to the aggregated ones:\n"
+    "for each, doubling at 1:1 until a fleet meets the SLO, the fewest prefill instances by\n"
+    "bisection, then the fewest decode instances, then down the staircase (more prefill, fewer\n"
+    "decode) while that could cost less; --max-replicas bounds each pool.\n\n"
+    "SLO terms: ttft_mean, ttft_p50, ttft_p90, ttft_p99, queue_p99, e2e_p99, tpot_p50, tpot_p99\n"
+    "with <= (or =) and\n"
     "a value in s or ms; hit_rate, block_hit_rate with >= (or =) and a fraction or a percentage;\n"
     "refusal_rate (requests not served: never fit, or shed by --admission) with <= (or =).\n"
     "--requests N (the first N requests) bounds a long trace's run time.";
 
+std::vector<int> tp_list(const std::string& flag, const std::string& text) {
+  std::vector<int> tps;
+  for (int64_t tp : parse_positive_int_list(flag, text)) {
+    if (tp > 64) throw InputError(flag + ": " + std::to_string(tp) + " is more than 64");
+    tps.push_back(static_cast<int>(tp));
+  }
+  return tps;
+}
+
+// The flags that ask for split fleets: the search's own and the
+// disaggregated scenario keys plan takes.
+bool split_asked(const po::variables_map& vm) {
+  for (const char* flag : {"prefill-tp", "decode-tp", "disagg", "prefill-gpu", "decode-gpu", "prefill-router",
+                           "decode-router", "kv-link-gbps", "kv-link-latency-us", "kv-fabric-gbps"})
+    if (vm.count(flag)) return true;
+  return false;
+}
+
 // The search's flags: TPs, fleet size, routers, prices and dimensions.
 void search_options(const po::variables_map& vm, PlanOptions& o) {
-  o.tps.clear();
-  for (int64_t tp : parse_positive_int_list("--tp", vm["tp"].as<std::string>())) {
-    if (tp > 64) throw InputError("--tp: " + std::to_string(tp) + " is more than 64");
-    o.tps.push_back(static_cast<int>(tp));
-  }
+  o.tps = tp_list("--tp", vm["tp"].as<std::string>());
   o.tps_given = !vm["tp"].defaulted();
+  if (split_asked(vm)) {
+    const std::string all = vm["tp"].as<std::string>();
+    o.prefill_tps = tp_list("--prefill-tp", vm.count("prefill-tp") ? vm["prefill-tp"].as<std::string>() : all);
+    o.decode_tps = tp_list("--decode-tp", vm.count("decode-tp") ? vm["decode-tp"].as<std::string>() : all);
+    o.split_tps_given = vm.count("prefill-tp") || vm.count("decode-tp") || o.tps_given;
+  }
   o.max_replicas = vm["max-replicas"].as<int64_t>();
   if (o.max_replicas < 1 || o.max_replicas > 4096) throw InputError("--max-replicas: must be in [1, 4096]");
   if (vm.count("routers")) {
@@ -103,6 +133,9 @@ int cmd_plan(const Args& args) {
   o.slo = parse_slo(vm["slo"].as<std::string>());
   apply_scenario_flags(vm, kForPlan, o.base);
   o.base.mode = "engine";
+  // Split fleets: the disaggregated settings are checked on one of each
+  // pool; the search sets the counts (and clears them for aggregated shapes).
+  if (split_asked(vm)) o.base.prefill_replicas = o.base.decode_replicas = 1;
   validate(o.base);
   search_options(vm, o);
   o.progress = !vm.count("quiet") && ::isatty(2);

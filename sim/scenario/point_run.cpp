@@ -30,6 +30,15 @@ class PointObserver final : public EngineObserver {
     ttft.add(static_cast<double>(r.ttft()) / 1e9);
     queue.add(static_cast<double>(r.queueing()) / 1e9);
     e2e.add(static_cast<double>(r.e2e()) / 1e9);
+    if (r.output_tokens > 1) tpot.add(r.tpot() / 1e9);
+    if (r.prefill_done >= 0) {  // a split request: its TTFT in parts (replay_collector's, as means)
+      ++split;
+      part_queue += static_cast<double>(r.first_scheduled - r.arrival);
+      part_prefill += static_cast<double>(r.prefill_done - r.first_scheduled);
+      if (r.transfer_done >= 0) part_transfer += static_cast<double>(r.transfer_done - r.prefill_done);
+      if (r.transfer_done >= 0 && r.first_token > r.prefill_done)
+        part_first_decode += static_cast<double>(r.first_token - r.transfer_done);
+    }
     first_arrival = std::min(first_arrival, r.arrival);
     last_finish = std::max(last_finish, r.finish);
     queried_blocks += static_cast<uint64_t>((r.prompt_tokens + block_size_ - 1) / block_size_);
@@ -41,7 +50,10 @@ class PointObserver final : public EngineObserver {
     if (!broken.empty())
       throw InternalError("pool invariant violated after step " + std::to_string(s.index) + ": " + broken);
   }
-  LatencyAccumulator ttft{vllm_ttft_buckets()}, queue{vllm_ttft_buckets()}, e2e{vllm_ttft_buckets()};
+  LatencyAccumulator ttft{vllm_ttft_buckets()}, queue{vllm_ttft_buckets()}, e2e{vllm_ttft_buckets()},
+      tpot{vllm_tpot_buckets()};
+  uint64_t split = 0;  // requests split over the two pools; their TTFT parts summed, ns
+  double part_queue = 0, part_prefill = 0, part_transfer = 0, part_first_decode = 0;
   uint64_t queried_blocks = 0, hit_blocks = 0;
   uint64_t finished = 0, prompt_tokens = 0, hit_tokens = 0;  // client requests (a split one once)
   CountedRequests counted;
@@ -102,6 +114,11 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
   out.ttft = obs.ttft.summary_ms();
   out.queue = obs.queue.summary_ms();
   out.e2e = obs.e2e.summary_ms();
+  out.tpot = obs.tpot.summary_ms();
+  if (obs.split) {
+    const double n = static_cast<double>(obs.split) * 1e6;  // ns summed -> ms each
+    out.ttft_parts = {obs.part_queue / n, obs.part_prefill / n, obs.part_transfer / n, obs.part_first_decode / n};
+  }
   out.preemptions = res.preemptions;
   out.steps = res.steps;
   if (res.finished && obs.last_finish > obs.first_arrival) {
@@ -167,6 +184,8 @@ nlohmann::ordered_json point_figures(const PointResult& r, const Scenario& s, in
   row["ttft_p99_ms"] = number(r.ttft.p99);
   row["queue_p99_ms"] = number(r.queue.p99);
   row["e2e_p99_ms"] = number(r.e2e.p99);
+  row["tpot_p50_ms"] = number(r.tpot.p50);
+  row["tpot_p99_ms"] = number(r.tpot.p99);
   row["requests_per_s"] = number(r.requests_per_s);
   row["output_tokens_per_s"] = number(r.output_tokens_per_s);
   row["preemptions"] = s.mode == "engine" ? nlohmann::ordered_json(r.preemptions) : nlohmann::ordered_json(nullptr);

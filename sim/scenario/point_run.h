@@ -37,6 +37,15 @@ struct PointResult {
   LatencySummary ttft{NAN, NAN, NAN, NAN, NAN, NAN, 0};
   LatencySummary queue{NAN, NAN, NAN, NAN, NAN, NAN, 0};
   LatencySummary e2e{NAN, NAN, NAN, NAN, NAN, NAN, 0};
+  LatencySummary tpot{NAN, NAN, NAN, NAN, NAN, NAN, 0};  // requests with more than one output token
+  // Disaggregated only (NaN otherwise): the mean TTFT of a split request in
+  // its parts, ms: queued before its prefill, prefill (to the prefill leg's
+  // first token), KV transfer (hand-off to KV read, back-pressure
+  // included), and the decode instance's step that gives the client's first
+  // token. The report's ttft_parts_ms in full (replay).
+  struct TtftParts {
+    double queue = NAN, prefill = NAN, transfer = NAN, first_decode = NAN;
+  } ttft_parts;
   double requests_per_s = NAN, output_tokens_per_s = NAN;  // finished over first arrival .. last finish
   uint64_t preemptions = 0, steps = 0;
   double imbalance = NAN;   // a fleet's max / mean requests per replica

@@ -20,6 +20,7 @@
 #include "sim/fleet/admission.h"
 #include "sim/scenario/point_run.h"
 #include "sim/scenario/run_memory.h"
+#include "sim/scenario/scenario_run.h"
 
 namespace prefixsim {
 
@@ -32,20 +33,31 @@ const PlanDimension kDimensions[] = {
      "CPU offload sizes to try, GiB per replica (the KV tier below the GPU), e.g. 0,40,80"},
 };
 
-// One fleet shape: a TP and a value of every extra dimension.
+// One fleet shape: a TP (or a split fleet's prefill TP and decode TP) and a
+// value of every extra dimension.
 struct Shape {
   int tp = 1;
+  int decode_tp = 0;          // > 0: a split fleet, prefill TP `tp`, decode TP this
   std::vector<double> extra;  // by dimension
   Scenario scenario;          // replicas set per run
   ResolvedScenario resolved;
-  KvSizing sizing;
+  KvSizing sizing;            // a replica's pool (split: a pool on the scenario's GPU and TP)
   RunBlocks largest;          // its blocks at the most replicas tried
   std::string refusal;        // why it cannot run (the model does not fit ...)
   bool refusal_fatal = false; // the user asked for it: exit 2, not a listed shape
-  SearchResult search;
+  SearchResult search;        // aggregated
+  SplitSearchResult split;    // split
   std::vector<ojson> runs;    // in the order run
-  double cost_per_replica = 0;
-  double cost() const { return static_cast<double>(search.answer) * cost_per_replica; }
+  double cost_per_replica = 0;  // split: a prefill instance
+  double cost_per_decode = 0;   // split: a decode instance
+  bool is_split() const { return decode_tp > 0; }
+  bool met() const { return is_split() ? split.prefill > 0 : search.answer > 0; }
+  int64_t instances() const { return is_split() ? split.prefill + split.decode : search.answer; }
+  int64_t gpus() const { return is_split() ? split.prefill * tp + split.decode * decode_tp : search.answer * tp; }
+  double cost_of(int64_t p, int64_t d) const {
+    return static_cast<double>(p) * cost_per_replica + static_cast<double>(d) * cost_per_decode;
+  }
+  double cost() const { return is_split() ? cost_of(split.prefill, split.decode) : cost_of(search.answer, 0); }
 };
 
 std::string value_text(double v) {
@@ -55,10 +67,29 @@ std::string value_text(double v) {
 }
 
 std::string shape_name(const Shape& s, const std::vector<const PlanDimension*>& dims) {
-  std::string n = "TP " + std::to_string(s.tp);
+  std::string n = s.is_split() ? "prefill TP " + std::to_string(s.tp) + " + decode TP " + std::to_string(s.decode_tp)
+                               : "TP " + std::to_string(s.tp);
   for (size_t d = 0; d < dims.size(); ++d)
     n += ", " + std::string(dims[d]->key) + " " + value_text(s.extra[d]) + " " + dims[d]->unit;
   return n;
+}
+
+// "12P:4D" for a split fleet's row, "16" for an aggregated one's.
+std::string size_text(const ojson& row) {
+  if (!row.contains("prefill_replicas")) return std::to_string(row["replicas"].get<int64_t>());
+  return std::to_string(row["prefill_replicas"].get<int64_t>()) + "P:" +
+         std::to_string(row["decode_replicas"].get<int64_t>()) + "D";
+}
+
+// The base scenario without its disaggregated settings: an aggregated shape's.
+Scenario aggregated(const Scenario& base) {
+  Scenario s = base;
+  const Scenario d;
+  s.prefill_replicas = d.prefill_replicas, s.decode_replicas = d.decode_replicas;
+  s.prefill_gpu = d.prefill_gpu, s.decode_gpu = d.decode_gpu, s.prefill_tp = d.prefill_tp, s.decode_tp = d.decode_tp;
+  s.prefill_router = d.prefill_router, s.decode_router = d.decode_router, s.disagg = d.disagg;
+  s.kv_link_gbps = d.kv_link_gbps, s.kv_link_latency_us = d.kv_link_latency_us, s.kv_fabric_gbps = d.kv_fabric_gbps;
+  return s;
 }
 
 std::map<std::string, double> figures_of(const ojson& row) {
@@ -76,12 +107,14 @@ class Planner {
   PlanResult run();
 
  private:
-  Shape make_shape(int tp, const std::vector<size_t>& at) const;
+  Shape make_shape(int tp, int decode_tp, const std::vector<size_t>& at) const;
+  double gpu_hour(const GpuSpec& gpu) const;
   void build_shapes();
   void refuse_what_cannot_run() const;
   void check_memory() const;
   void read_trace();
-  ojson run_fleet(const Shape& shape, int64_t n, const std::string& router);
+  ojson run_fleet(const Shape& shape, int64_t n, int64_t decode, const std::string& router);
+  void search(Shape& shape);
   void search_shapes();
   const Shape* cheapest() const;
   std::vector<ojson> routers_at(const Shape& best);
@@ -119,32 +152,69 @@ Planner::Planner(const PlanOptions& o) : o_(o), resolved0_(resolve_scenario(o.ba
                    std::any_of(o.slo.begin(), o.slo.end(), [](const SloTerm& t) { return t.metric == "refusal_rate"; });
 }
 
-Shape Planner::make_shape(int tp, const std::vector<size_t>& at) const {
+// A GPU-hour of `gpu`: --gpu-cost, else its catalog price (a split fleet's
+// pools may sit on other GPUs than --gpu), else 1 (cost = GPUs).
+double Planner::gpu_hour(const GpuSpec& gpu) const {
+  if (!priced_) return 1.0;
+  if (o_.gpu_cost) return *o_.gpu_cost;
+  if (!(gpu.cost_per_hour > 0))
+    throw InputError("--gpu-cost: the catalog gives no price for " + gpu.name + " (a pool's GPU) but one for " +
+                     resolved0_.gpu->name + "; give --gpu-cost");
+  return gpu.cost_per_hour;
+}
+
+Shape Planner::make_shape(int tp, int decode_tp, const std::vector<size_t>& at) const {
   Shape s;
   s.tp = tp;
-  s.scenario = o_.base;
+  s.decode_tp = decode_tp;
+  s.scenario = s.is_split() ? o_.base : aggregated(o_.base);
   s.scenario.tp = tp;
-  s.cost_per_replica = (priced_ ? gpu_cost_ : 1.0) * tp;
+  if (s.is_split()) {  // one of each to validate; the search sets the counts
+    s.scenario.prefill_tp = tp;
+    s.scenario.decode_tp = decode_tp;
+    s.scenario.prefill_replicas = s.scenario.decode_replicas = 1;
+  }
+  double extras = 0;  // an instance's extra resources, per hour
   for (size_t d = 0; d < dims_.size(); ++d) {
     s.extra.push_back(o_.extra_values[d][at[d]]);
     apply_scenario_value("--" + std::string(dims_[d]->flag), 0, dims_[d]->key, YAML::Node(value_text(s.extra.back())),
                          s.scenario);
-    s.cost_per_replica += s.extra.back() * o_.extra_costs[d];
+    extras += s.extra.back() * o_.extra_costs[d];
   }
-  try {  // what the TP decides: a default TP the model cannot take is only listed
+  std::vector<FleetPool> pools;  // split: prefill, decode
+  try {  // what the TPs decide: a default TP the model cannot take is only listed
     validate(s.scenario);
     s.resolved = resolve_scenario(s.scenario);
     s.sizing = size_kv_pool(kv_sizing_input(s.scenario, s.resolved));
     if (s.sizing.num_blocks < 2) throw InputError("the KV pool has fewer than 2 blocks");
+    if (s.is_split()) pools = disagg_pools(s.scenario, s.resolved);
+    for (const FleetPool& pool : pools)
+      if (pool.kv.num_blocks < 2)
+        throw InputError(std::string(&pool == &pools[0] ? "the prefill" : "the decode") +
+                         " pool's KV pool has fewer than 2 blocks");
   } catch (const InputError& e) {
     s.refusal = e.what();
-    s.refusal_fatal = o_.tps_given;
+    s.refusal_fatal = s.is_split() ? o_.split_tps_given : o_.tps_given;
     return s;
   }
+  // Priced by each pool's GPU (a split fleet's pools may sit on other GPUs).
+  s.cost_per_replica = gpu_hour(*(pools.empty() ? s.resolved : pools[0].resolved).gpu) * tp + extras;
+  if (s.is_split()) s.cost_per_decode = gpu_hour(*pools[1].resolved.gpu) * decode_tp + extras;
   try {  // what the resource values decide: always the user's
-    Scenario largest = s.scenario;
-    largest.replicas = static_cast<int32_t>(o_.max_replicas);
-    s.largest = run_blocks(largest, s.sizing, scenario_tiers(s.scenario, *s.resolved.model));
+    if (!s.is_split()) {
+      Scenario largest = s.scenario;
+      largest.replicas = static_cast<int32_t>(o_.max_replicas);
+      s.largest = run_blocks(largest, s.sizing, scenario_tiers(s.scenario, *s.resolved.model));
+    }
+    for (FleetPool& pool : pools) {  // split: both pools at --max-replicas
+      pool.scenario.replicas = static_cast<int32_t>(o_.max_replicas);
+      const RunBlocks b = run_blocks(pool.scenario, pool.kv, scenario_tiers(pool.scenario, *pool.resolved.model));
+      s.largest.replicas = 2 * o_.max_replicas;
+      for (RunBlocks::Part part : b.parts) {
+        part.what = std::string(&pool == &pools[0] ? "prefill " : "decode ") + part.what;
+        s.largest.parts.push_back(part);
+      }
+    }
   } catch (const InputError& e) {
     s.refusal = e.what();
     s.refusal_fatal = true;
@@ -152,12 +222,17 @@ Shape Planner::make_shape(int tp, const std::vector<size_t>& at) const {
   return s;
 }
 
-// Every TP x every extra value, the first dimension varying fastest.
+// Every TP x every extra value, the first dimension varying fastest; then
+// every prefill TP x decode TP x extra value.
 void Planner::build_shapes() {
-  for (int tp : o_.tps) {
+  std::vector<std::pair<int, int>> tps;
+  for (int tp : o_.tps) tps.emplace_back(tp, 0);
+  for (int p : o_.prefill_tps)
+    for (int d : o_.decode_tps) tps.emplace_back(p, d);
+  for (const auto& [tp, decode_tp] : tps) {
     std::vector<size_t> at(dims_.size(), 0);
     for (;;) {
-      shapes_.push_back(make_shape(tp, at));
+      shapes_.push_back(make_shape(tp, decode_tp, at));
       size_t d = 0;
       while (d < dims_.size() && ++at[d] == o_.extra_values[d].size()) at[d++] = 0;
       if (d == dims_.size()) break;
@@ -200,24 +275,46 @@ void Planner::read_trace() {
   make_policy(o_.base.policy, ctx_);  // a bad policy is exit 2 before the first run
 }
 
-// One run: the shape's fleet of n replicas behind `router`, as plan.json's row.
-ojson Planner::run_fleet(const Shape& shape, int64_t n, const std::string& router) {
+// One run: the shape's fleet of n replicas (split: n prefill and `decode`
+// decode instances) behind `router`, as plan.json's row.
+ojson Planner::run_fleet(const Shape& shape, int64_t n, int64_t decode, const std::string& router) {
   Scenario s = shape.scenario;
-  s.replicas = static_cast<int32_t>(n);
+  if (shape.is_split()) {
+    s.prefill_replicas = static_cast<int32_t>(n);
+    s.decode_replicas = static_cast<int32_t>(decode);
+  } else {
+    s.replicas = static_cast<int32_t>(n);
+  }
   s.router = router;
   const PointInput input{&requests_, nullptr, format_};
   const PointResult r = run_point(input, s, shape.resolved, s.policy, ctx_, shape.sizing.num_blocks);
   if (r.error) std::rethrow_exception(r.error);
   ojson row;
   row["fleet"] = shape_name(shape, dims_);
-  row["tp"] = shape.tp;
+  if (shape.is_split()) {
+    row["prefill_tp"] = shape.tp;
+    row["decode_tp"] = shape.decode_tp;
+  } else {
+    row["tp"] = shape.tp;
+  }
   for (size_t d = 0; d < dims_.size(); ++d) row[dims_[d]->key] = shape.extra[d];
-  row["replicas"] = n;
+  row["replicas"] = n + decode;
+  if (shape.is_split()) {
+    row["prefill_replicas"] = n;
+    row["decode_replicas"] = decode;
+  }
   row["router"] = router;
-  row["gpus"] = n * shape.tp;
-  row["cost"] = static_cast<double>(n) * shape.cost_per_replica;
+  row["gpus"] = n * shape.tp + decode * shape.decode_tp;
+  row["cost"] = shape.cost_of(n, decode);
   const ojson figures = point_figures(r, s, shape.sizing.num_blocks, shape.sizing.capacity_tokens);
   for (auto it = figures.begin(); it != figures.end(); ++it) row[it.key()] = it.value();
+  if (shape.is_split()) {  // the mean TTFT of a split request, in its parts
+    const auto ms = [](double v) { return std::isfinite(v) ? ojson(v) : ojson(nullptr); };
+    row["ttft_parts_mean_ms"] = {{"queue", ms(r.ttft_parts.queue)},
+                                 {"prefill", ms(r.ttft_parts.prefill)},
+                                 {"transfer", ms(r.ttft_parts.transfer)},
+                                 {"first_decode", ms(r.ttft_parts.first_decode)}};
+  }
   if (with_refusals_) {  // requests not served (never fit, or shed by --admission) over those offered
     const uint64_t served = r.cache.requests, refused = r.cache.refused_requests;
     row["refusal_rate"] = served + refused ? static_cast<double>(refused) / static_cast<double>(served + refused) : 0.0;
@@ -228,7 +325,7 @@ ojson Planner::run_fleet(const Shape& shape, int64_t n, const std::string& route
   if (progress_.due())
     progress_.draw("plan: " + std::to_string(runs_done_) + " runs done in " +
                    duration_text(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count()) +
-                   " (last: " + row["fleet"].get<std::string>() + " x " + std::to_string(n) + ")");
+                   " (last: " + row["fleet"].get<std::string>() + " x " + size_text(row) + ")");
   return row;
 }
 
@@ -238,17 +335,31 @@ void Planner::keep_error() {
   if (!error_) error_ = std::current_exception();
 }
 
-// Each shape's search on a thread of its own; a run's row is kept with it.
+// One shape's search; a run's row is kept with it.
+void Planner::search(Shape& shape) {
+  const std::string& router = o_.base.router;
+  if (!shape.is_split()) {
+    shape.search = search_replicas(o_.max_replicas, [&](int64_t n) {
+      shape.runs.push_back(run_fleet(shape, n, 0, router));
+      return shape.runs.back()["meets"].get<bool>();
+    });
+    return;
+  }
+  shape.split = search_split(
+      o_.max_replicas, [&](int64_t p, int64_t d) { return shape.cost_of(p, d); },
+      [&](int64_t p, int64_t d) {
+        shape.runs.push_back(run_fleet(shape, p, d, router));
+        return shape.runs.back()["meets"].get<bool>();
+      });
+}
+
+// Each shape's search on a thread of its own.
 void Planner::search_shapes() {
   start_ = std::chrono::steady_clock::now();
   parallel_for(shapes_.size(), std::min<int>(o_.threads, static_cast<int>(shapes_.size())), [&](size_t i) {
-    Shape& shape = shapes_[i];
-    if (!shape.refusal.empty()) return;
+    if (!shapes_[i].refusal.empty()) return;
     try {
-      shape.search = search_replicas(o_.max_replicas, [&](int64_t n) {
-        shape.runs.push_back(run_fleet(shape, n, o_.base.router));
-        return shape.runs.back()["meets"].get<bool>();
-      });
+      search(shapes_[i]);
     } catch (...) {
       keep_error();
     }
@@ -259,18 +370,20 @@ void Planner::search_shapes() {
 const Shape* Planner::cheapest() const {
   const Shape* best = nullptr;
   for (const Shape& s : shapes_) {
-    if (!s.refusal.empty() || s.search.answer == 0) continue;
-    if (!best || s.cost() < best->cost() ||
-        (s.cost() == best->cost() && s.search.answer * s.tp < best->search.answer * best->tp))
-      best = &s;
+    if (!s.refusal.empty() || !s.met()) continue;
+    if (!best || s.cost() < best->cost() || (s.cost() == best->cost() && s.gpus() < best->gpus())) best = &s;
   }
   return best;
 }
 
-const ojson* row_at(const Shape& s, int64_t n) {
+// The run of n replicas (split: n prefill and d decode instances), if run.
+const ojson* row_at(const Shape& s, int64_t n, int64_t d = 0) {
   for (const ojson& r : s.runs)
-    if (r["replicas"] == n) return &r;
+    if (s.is_split() ? r["prefill_replicas"] == n && r["decode_replicas"] == d : r["replicas"] == n) return &r;
   return nullptr;
+}
+const ojson* answer_row(const Shape& s) {
+  return s.is_split() ? row_at(s, s.split.prefill, s.split.decode) : row_at(s, s.search.answer);
 }
 
 // Each router at the answer; the search's own router ran there already
@@ -279,8 +392,10 @@ std::vector<ojson> Planner::routers_at(const Shape& best) {
   std::vector<ojson> rows(o_.routers.size());
   parallel_for(o_.routers.size(), o_.threads, [&](size_t k) {
     try {
-      const ojson* searched = o_.routers[k] == o_.base.router ? row_at(best, best.search.answer) : nullptr;
-      rows[k] = searched ? *searched : run_fleet(best, best.search.answer, o_.routers[k]);
+      const ojson* searched = o_.routers[k] == o_.base.router ? answer_row(best) : nullptr;
+      rows[k] = searched ? *searched
+                         : best.is_split() ? run_fleet(best, best.split.prefill, best.split.decode, o_.routers[k])
+                                           : run_fleet(best, best.search.answer, 0, o_.routers[k]);
     } catch (...) {
       keep_error();
     }
@@ -291,29 +406,52 @@ std::vector<ojson> Planner::routers_at(const Shape& best) {
 ojson Planner::shape_json(const Shape& s) const {
   ojson o;
   o["fleet"] = shape_name(s, dims_);
-  o["tp"] = s.tp;
+  if (s.is_split()) {
+    o["prefill_tp"] = s.tp;
+    o["decode_tp"] = s.decode_tp;
+  } else {
+    o["tp"] = s.tp;
+  }
   for (size_t d = 0; d < dims_.size(); ++d) o[dims_[d]->key] = s.extra[d];
   if (!s.refusal.empty()) {
     o["status"] = "cannot run: " + s.refusal;
-  } else if (s.search.answer == 0) {
-    o["status"] = "no fleet of up to " + std::to_string(o_.max_replicas) + " replicas meets the SLO";
+  } else if (!s.met()) {
+    o["status"] = "no fleet of up to " + std::to_string(o_.max_replicas) + " replicas" +
+                  (s.is_split() ? " per pool" : "") + " meets the SLO";
   } else {
     o["status"] = "meets";
-    o["replicas"] = s.search.answer;
+    o["replicas"] = s.instances();
+    if (s.is_split()) {
+      o["prefill_replicas"] = s.split.prefill;
+      o["decode_replicas"] = s.split.decode;
+    }
     o["cost"] = s.cost();
   }
   o["kv_blocks"] = s.refusal.empty() ? ojson(s.sizing.num_blocks) : ojson(nullptr);
   o["runs"] = s.runs.size();
-  o["monotonicity_violations"] = s.search.violations;
+  o["monotonicity_violations"] = s.is_split() ? s.split.violations : s.search.violations;
   return o;
 }
 
 ojson Planner::answer_json(const Shape& best) const {
-  const ojson& at = *row_at(best, best.search.answer);
-  const ojson* below = row_at(best, best.search.answer - 1);
-  ojson answer = {{"fleet", shape_name(best, dims_)}, {"tp", best.tp}, {"replicas", best.search.answer},
-                  {"gpus", best.search.answer * best.tp}, {"router", o_.base.router}, {"policy", o_.base.policy},
-                  {"cost", at["cost"]}, {"cost_unit", cost_unit_}};
+  const ojson& at = *answer_row(best);
+  ojson answer = {{"fleet", shape_name(best, dims_)}};
+  if (best.is_split()) {
+    answer["prefill_tp"] = best.tp;
+    answer["decode_tp"] = best.decode_tp;
+  } else {
+    answer["tp"] = best.tp;
+  }
+  answer["replicas"] = best.instances();
+  if (best.is_split()) {
+    answer["prefill_replicas"] = best.split.prefill;
+    answer["decode_replicas"] = best.split.decode;
+  }
+  answer["gpus"] = best.gpus();
+  answer["router"] = o_.base.router;
+  answer["policy"] = o_.base.policy;
+  answer["cost"] = at["cost"];
+  answer["cost_unit"] = cost_unit_;
   for (size_t d = 0; d < dims_.size(); ++d) answer[dims_[d]->key] = best.extra[d];
   ojson margin = ojson::object();
   for (const SloTerm& t : o_.slo) {
@@ -324,17 +462,29 @@ ojson Planner::answer_json(const Shape& best) const {
   }
   answer["margin"] = margin;
   answer["run"] = at;
-  answer["one_fewer"] = below ? *below : ojson(nullptr);
+  const auto or_null = [](const ojson* r) { return r ? *r : ojson(nullptr); };
+  if (best.is_split()) {  // one fewer of either pool, where run
+    answer["one_fewer_prefill"] = or_null(row_at(best, best.split.prefill - 1, best.split.decode));
+    answer["one_fewer_decode"] = or_null(row_at(best, best.split.prefill, best.split.decode - 1));
+  } else {
+    answer["one_fewer"] = or_null(row_at(best, best.search.answer - 1));
+  }
   return answer;
 }
 
 std::string Planner::summary(const Shape* best) const {
   if (!best) return "no fleet of up to " + std::to_string(o_.max_replicas) + " replicas at any TP tried meets the SLO";
   std::ostringstream cost;
-  cost << std::fixed << std::setprecision(2) << row_at(*best, best->search.answer)->at("cost").get<double>();
-  return std::to_string(best->search.answer) + " x " + best->resolved.gpu->name + " (" + shape_name(*best, dims_) +
-         ", " + std::to_string(best->search.answer * best->tp) + " GPUs) behind " + o_.base.router + ": cost " +
-         cost.str() + " " + cost_unit_;
+  cost << std::fixed << std::setprecision(2) << answer_row(*best)->at("cost").get<double>();
+  const std::string tail = ", " + std::to_string(best->gpus()) + " GPUs) behind " + o_.base.router + ": cost " +
+                           cost.str() + " " + cost_unit_;
+  if (!best->is_split())
+    return std::to_string(best->search.answer) + " x " + best->resolved.gpu->name + " (" + shape_name(*best, dims_) +
+           tail;
+  const Scenario prefill = pool_scenario(best->scenario, true), decode = pool_scenario(best->scenario, false);
+  return std::to_string(best->split.prefill) + " prefill x " + prefill.gpu + " + " +
+         std::to_string(best->split.decode) + " decode x " + decode.gpu + " (" + shape_name(*best, dims_) + ", " +
+         best->scenario.disagg + tail;
 }
 
 ojson Planner::document(const Shape* best, const std::vector<ojson>& router_rows) const {
@@ -342,7 +492,9 @@ ojson Planner::document(const Shape* best, const std::vector<ojson>& router_rows
   j["schema"] = "prefixsim.plan/1";
   j["tool"] = {{"name", "prefixsim"}, {"version", PREFIXSIM_VERSION}};
   j["trace"] = {{"path", o_.base.trace}, {"format", format_}, {"requests", requests_.size()}};
-  j["scenario"] = ojson::parse(to_json(o_.base).dump());
+  Scenario shown = o_.base;  // the counts plan searched, not the 1:1 it validated with
+  shown.prefill_replicas = shown.decode_replicas = 0;
+  j["scenario"] = ojson::parse(to_json(shown).dump());
   ojson slo = ojson::array();
   for (const SloTerm& t : o_.slo)
     slo.push_back({{"text", t.text}, {"metric", t.metric}, {"bound", t.at_most ? "<=" : ">="}, {"limit", t.limit}});
@@ -350,10 +502,17 @@ ojson Planner::document(const Shape* best, const std::vector<ojson>& router_rows
   j["cost"] = {{"unit", cost_unit_}, {"gpu_per_hour", priced_ ? ojson(gpu_cost_) : ojson(nullptr)}};
   for (size_t d = 0; d < dims_.size(); ++d) j["cost"][std::string(dims_[d]->key) + "_per_unit_hour"] = o_.extra_costs[d];
   j["search"] = {{"tp", o_.tps}, {"max_replicas", o_.max_replicas}, {"method", "doubling from 1, then bisection"}};
+  if (!o_.prefill_tps.empty()) {
+    j["search"]["prefill_tp"] = o_.prefill_tps;
+    j["search"]["decode_tp"] = o_.decode_tps;
+    j["search"]["split_method"] =
+        "doubling at 1:1, then bisection on each pool, then down the staircase of fewer decode instances";
+  }
   ojson shapes = ojson::array(), runs = ojson::array(), violations = ojson::array();
   for (const Shape& s : shapes_) {
     shapes.push_back(shape_json(s));
-    for (const std::string& v : s.search.violations) violations.push_back(shape_name(s, dims_) + ": " + v);
+    for (const std::string& v : s.is_split() ? s.split.violations : s.search.violations)
+      violations.push_back(shape_name(s, dims_) + ": " + v);
     for (const ojson& r : s.runs) runs.push_back(r);
   }
   j["shapes"] = shapes;

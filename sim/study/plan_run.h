@@ -2,7 +2,11 @@
 // (a TP, and a value of each extra resource dimension below) it finds the
 // fewest replicas meeting the SLO by doubling and bisection (plan_search.h,
 // which says where that assumption of monotonicity fails and how it is
-// guarded), then prices each shape's answer and picks the cheapest. Every
+// guarded), then prices each shape's answer and picks the cheapest. With
+// disaggregated serving asked for, the shapes also include split fleets (a
+// prefill TP and a decode TP, sim/fleet/disagg.h), each searched over its
+// prefill and decode instance counts (search_split); the aggregated shapes
+// stay candidates. Every
 // run is the engine over the trace parsed once (point_run.h); the shapes are
 // searched on threads, each search sequential, so the runs made and the
 // answer do not depend on timing.
@@ -45,7 +49,12 @@ struct PlanOptions {
   std::vector<SloTerm> slo;
   std::vector<int> tps = {1, 2, 4, 8};
   bool tps_given = false;               // an explicit list: every TP of it must run
-  int64_t max_replicas = 64;            // the largest fleet tried per shape
+  // Split fleets (base's disaggregated settings: design, links, pool GPUs
+  // and routers; its prefill and decode replicas are searched): every
+  // prefill TP x every decode TP. Empty: aggregated fleets only.
+  std::vector<int> prefill_tps, decode_tps;
+  bool split_tps_given = false;         // explicit lists: every pair must run
+  int64_t max_replicas = 64;            // the largest fleet tried per shape (split: per pool)
   std::vector<std::string> routers;     // also run at the answer, to compare
   std::optional<double> gpu_cost;       // per GPU-hour; unset: the catalog's (0: cost = GPUs)
   // By plan_dimensions(): the values to try ({0} when not given) and the

@@ -22,6 +22,8 @@ constexpr MetricInfo kMetrics[] = {{"ttft_mean", "ttft_mean_ms", MetricKind::lat
                                    {"ttft_p99", "ttft_p99_ms", MetricKind::latency},
                                    {"queue_p99", "queue_p99_ms", MetricKind::latency},
                                    {"e2e_p99", "e2e_p99_ms", MetricKind::latency},
+                                   {"tpot_p50", "tpot_p50_ms", MetricKind::latency},
+                                   {"tpot_p99", "tpot_p99_ms", MetricKind::latency},
                                    {"hit_rate", "hit_rate", MetricKind::hit_rate},
                                    {"block_hit_rate", "block_hit_rate", MetricKind::hit_rate},
                                    {"refusal_rate", "refusal_rate", MetricKind::refusal_rate}};
@@ -140,6 +142,104 @@ SearchResult search_replicas(int64_t max_replicas, const std::function<bool(int6
       if (a.meets && !b.meets && b.replicas > a.replicas)
         r.violations.push_back(std::to_string(a.replicas) + " replicas met the SLO but " +
                                std::to_string(b.replicas) + " did not");
+  return r;
+}
+
+namespace {
+
+std::string split_text(int64_t p, int64_t d) { return std::to_string(p) + "P:" + std::to_string(d) + "D"; }
+
+// The split search's runs, each fleet once.
+class SplitRuns {
+ public:
+  explicit SplitRuns(const std::function<bool(int64_t, int64_t)>& meets) : meets_(meets) {}
+  bool run(int64_t p, int64_t d) {
+    for (const SplitStep& s : steps)
+      if (s.prefill == p && s.decode == d) return s.meets;
+    steps.push_back({p, d, meets_(p, d)});
+    return steps.back().meets;
+  }
+  // The fewest n in (lo, hi] with ok(n), hi taken to meet (run or implied).
+  template <class Ok>
+  static int64_t fewest(int64_t lo, int64_t hi, const Ok& ok) {
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (ok(mid) ? hi : lo) = mid;
+    }
+    return hi;
+  }
+  std::vector<SplitStep> steps;
+
+ private:
+  const std::function<bool(int64_t, int64_t)>& meets_;
+};
+
+}  // namespace
+
+SplitSearchResult search_split(int64_t max_per_pool, const std::function<double(int64_t, int64_t)>& cost,
+                               const std::function<bool(int64_t, int64_t)>& meets) {
+  SplitRuns runs(meets);
+  int64_t k = 0;
+  for (int64_t n = 1; n <= max_per_pool; n = std::min(max_per_pool, n * 2)) {
+    if (runs.run(n, n)) {
+      k = n;
+      break;
+    }
+    if (n == max_per_pool) break;
+  }
+  SplitSearchResult r;
+  if (k) {
+    const int64_t p0 = SplitRuns::fewest(0, k, [&](int64_t p) { return runs.run(p, k); });
+    const int64_t d0 = SplitRuns::fewest(0, k, [&](int64_t d) { return runs.run(p0, d); });
+    int64_t best_p = p0, best_d = d0;
+    auto consider = [&](int64_t p, int64_t d) {
+      const double c = cost(p, d), b = cost(best_p, best_d);
+      if (c < b || (c == b && (p + d < best_p + best_d || (p + d == best_p + best_d && p < best_p))))
+        best_p = p, best_d = d;
+    };
+    // The most decode instances P prefill ones may have and still cost less
+    // than the best found (0: none).
+    auto cap = [&](int64_t p) {
+      int64_t d = 0;
+      while (d < max_per_pool && cost(p, d + 1) < cost(best_p, best_d)) ++d;
+      return d;
+    };
+    // P's fewest decode instances if a fleet of them costs less than the
+    // best: above `fails` (known to fail), at most `meets` (known or implied
+    // to meet; 0: none known). One run at the cap says whether any would.
+    // Returns D(P), or 0 when no fleet of P could be cheaper.
+    auto cheaper_at = [&](int64_t p, int64_t fails, int64_t meets) -> int64_t {
+      const int64_t c = cap(p);
+      if (c <= fails) return 0;
+      if (meets && meets <= c) return SplitRuns::fewest(fails, meets, [&](int64_t d) { return runs.run(p, d); });
+      if (!runs.run(p, c)) return 0;
+      return SplitRuns::fewest(fails, c, [&](int64_t d) { return runs.run(p, d); });
+    };
+    // More prefill: D(P) falls from D*, while P and one decode instance
+    // could still cost less than the best.
+    for (int64_t p = p0 + 1, d_last = d0; p <= max_per_pool && d_last > 1 && cost(p, 1) < cost(best_p, best_d);
+         ++p) {
+      const int64_t d = cheaper_at(p, 0, d_last);
+      if (d) consider(p, d), d_last = d;  // else D(P) is still at most d_last
+    }
+    // Fewer prefill: each needs more than K decode instances (P* - 1
+    // failed with K), and more than the next larger P needed.
+    for (int64_t p = p0 - 1, fails = k; p >= 1 && fails < max_per_pool; --p) {
+      const int64_t d = cheaper_at(p, fails, 0);
+      if (d) consider(p, d), fails = d - 1;
+      else fails = std::max(fails, std::min(cap(p), max_per_pool));  // (P, cap) failed, or was not worth a run
+    }
+    r.prefill = best_p;
+    r.decode = best_d;
+    if (best_p < max_per_pool && best_d < max_per_pool) runs.run(best_p + 1, best_d + 1);  // the probe
+  }
+  r.steps = std::move(runs.steps);
+  // The guard: a fleet at least as large in both pools failing where one met.
+  for (const SplitStep& a : r.steps)
+    for (const SplitStep& b : r.steps)
+      if (a.meets && !b.meets && b.prefill >= a.prefill && b.decode >= a.decode)
+        r.violations.push_back(split_text(a.prefill, a.decode) + " met the SLO but " + split_text(b.prefill, b.decode) +
+                               " did not");
   return r;
 }
 

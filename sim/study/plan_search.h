@@ -36,7 +36,7 @@ struct SloTerm {
 };
 
 // "ttft_p99=2s,hit_rate>=0.5": latencies (ttft_mean, ttft_p50, ttft_p90,
-// ttft_p99, queue_p99, e2e_p99) take "=" or "<=" and a value in s or ms;
+// ttft_p99, queue_p99, e2e_p99, tpot_p50, tpot_p99) take "=" or "<=" and a value in s or ms;
 // hit_rate and block_hit_rate take "=" or ">=" and a fraction (or "50%").
 // InputError naming --slo and the term.
 std::vector<SloTerm> parse_slo(const std::string& text);
@@ -60,5 +60,35 @@ struct SearchResult {
 // the probe of answer + 1 (when within max_replicas).
 // `meets(n)` runs the fleet of n replicas; each n is run at most once.
 SearchResult search_replicas(int64_t max_replicas, const std::function<bool(int64_t)>& meets);
+
+// A disaggregated fleet: P prefill and D decode instances. "Meets" is taken
+// as monotone in each pool (more of either never breaks the SLO), so the
+// fleets meeting it form a staircase: the fewest decode instances D(P) a
+// prefill pool of P needs falls as P grows. The search:
+//   1. doubling at 1:1 (1:1, 2:2, 4:4, ... up to max_per_pool) until K:K meets;
+//   2. the fewest prefill instances P* with K decode (bisection on [1, K]),
+//      then the fewest decode instances D* with P* (bisection on [1, K]);
+//   3. more prefill: for P = P* + 1, P* + 2, ..., the fewest D below the
+//      last (bisection), while P prefill and one decode instance could
+//      still cost less than the best found;
+//   4. fewer prefill: for P = P* - 1, P* - 2, ..., which need more than K
+//      decode instances, while a fleet of them could still cost less: one
+//      run at the most decode instances that would, then bisection;
+// then the probe (P + 1):(D + 1) of the answer. Under monotonicity the
+// answer is the cheapest fleet of at most max_per_pool in each pool (ties:
+// fewer instances, then fewer prefill); with equal prices per instance
+// step 4 runs nothing. Any run contradicting monotonicity is reported.
+struct SplitStep {
+  int64_t prefill = 0, decode = 0;
+  bool meets = false;
+};
+struct SplitSearchResult {
+  int64_t prefill = 0, decode = 0;     // the answer; 0:0 = none up to max_per_pool
+  std::vector<SplitStep> steps;        // every run, in the order run
+  std::vector<std::string> violations; // "4:2 met but 4:3 did not"
+};
+// `meets(p, d)` runs the fleet, each (p, d) at most once; `cost(p, d)` prices it.
+SplitSearchResult search_split(int64_t max_per_pool, const std::function<double(int64_t, int64_t)>& cost,
+                               const std::function<bool(int64_t, int64_t)>& meets);
 
 }  // namespace prefixsim

@@ -2,8 +2,10 @@
 // SLO, the answer meets it, one replica fewer does not, and each run is the
 // replay of that fleet; routers compared at the answer; bad --slo is exit 2.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "test/support.h"
 
@@ -111,4 +113,82 @@ TEST_CASE("plan refuses a bad --slo and says when nothing meets it", "[cli][plan
   const json plan = json::parse(read_file(dir + "/none/plan.json"));
   CHECK(plan["answer"].is_null());
   CHECK(plan["runs"].size() == 2);
+}
+
+TEST_CASE("plan searches split fleets beside the aggregated ones, and a split answer is the replay of that fleet",
+          "[cli][plan][disagg]") {
+  const std::string dir = temp_dir("plan-split");
+  const std::string trace = dir + "/chat.jsonl";
+  REQUIRE(run_cli({"generate", "rag", "--requests", "400", "--rate", "200", "--seed", "4", "-o", trace}).rc == 0);
+  // TP 1 alone needs more than 16 replicas for this SLO; 16 prefill TP 1
+  // instances with a few decode TP 2 ones do it.
+  const std::vector<std::string> args = {"plan", trace, "--slo", "ttft_p99=300ms,tpot_p99=40ms", "--tp", "1",
+                                         "--prefill-tp", "1", "--decode-tp", "2", "--max-replicas", "16"};
+  std::vector<std::string> first = args;
+  first.push_back("--out");
+  first.push_back(dir + "/out");
+  auto r = run_cli(first);
+  INFO(r.err << r.out);
+  REQUIRE(r.rc == 0);
+  const json plan = json::parse(read_file(dir + "/out/plan.json"));
+  REQUIRE(plan["shapes"].size() == 2);
+  CHECK(plan["shapes"][0]["tp"] == 1);
+  CHECK(plan["shapes"][0]["status"] == "no fleet of up to 16 replicas meets the SLO");
+  CHECK(plan["shapes"][1]["prefill_tp"] == 1);
+  CHECK(plan["shapes"][1]["decode_tp"] == 2);
+  const json& answer = plan["answer"];
+  REQUIRE(answer.is_object());
+  const int64_t p = answer["prefill_replicas"], d = answer["decode_replicas"];
+  CHECK(answer["replicas"] == p + d);
+  CHECK(answer["gpus"] == p + 2 * d);
+  CHECK(answer["cost"] == answer["gpus"].get<double>());  // unpriced: cost = GPUs
+  CHECK(answer["run"]["meets"] == true);
+  CHECK(answer["run"]["ttft_p99_ms"].get<double>() <= 300);
+  CHECK(answer["run"]["tpot_p99_ms"].get<double>() <= 40);
+  for (const char* part : {"queue", "prefill", "transfer", "first_decode"})
+    CHECK(answer["run"]["ttft_parts_mean_ms"][part].get<double>() >= 0);
+  // One decode instance fewer was run and fails (one prefill fewer fails
+  // too where it was run).
+  REQUIRE(answer["one_fewer_decode"].is_object());
+  CHECK(answer["one_fewer_decode"]["meets"] == false);
+  if (answer["one_fewer_prefill"].is_object()) CHECK(answer["one_fewer_prefill"]["meets"] == false);
+  CHECK(plan["search"]["decode_tp"] == json::array({2}));
+  CHECK(plan["scenario"].value("prefill_replicas", 0) == 0);  // searched, not the 1:1 it validated with
+  // The answer is the replay of that fleet.
+  auto rep = run_cli({"replay", trace, "--prefill-replicas", std::to_string(p), "--decode-replicas",
+                      std::to_string(d), "--decode-tp", "2", "--quiet", "--out", dir + "/replay"});
+  INFO(rep.err);
+  REQUIRE(rep.rc == 0);
+  const json report = json::parse(read_file(dir + "/replay/report.json"));
+  CHECK(report["latency_ms"]["ttft"]["p99"] == answer["run"]["ttft_p99_ms"]);
+  CHECK(report["latency_ms"]["tpot"]["p99"] == answer["run"]["tpot_p99_ms"]);
+  CHECK(report["prefix_cache"]["hit_rate"] == answer["run"]["hit_rate"]);
+  // The documents say it as a split.
+  const std::string size = std::to_string(p) + "P:" + std::to_string(d) + "D";
+  CHECK(r.out.find("x " + size + ": ") != std::string::npos);
+  CHECK(read_file(dir + "/out/plan.md").find("| " + size + " |") != std::string::npos);
+  CHECK(read_file(dir + "/out/plan.html").find(size) != std::string::npos);
+  // Same inputs, same bytes, whatever the threads.
+  std::vector<std::string> again = args;
+  for (const char* a : {"--threads", "1", "--quiet", "--out"}) again.push_back(a);
+  again.push_back(dir + "/again");
+  REQUIRE(run_cli(again).rc == 0);
+  CHECK(read_file(dir + "/again/plan.json") == read_file(dir + "/out/plan.json"));
+}
+
+TEST_CASE("plan refuses a split TP the model cannot take and disaggregated settings it cannot run", "[cli][plan][disagg]") {
+  const std::string dir = temp_dir("plan-split-bad");
+  const std::string trace = dir + "/chat.jsonl";
+  REQUIRE(run_cli({"generate", "rag", "--requests", "20", "--seed", "4", "-o", trace}).rc == 0);
+  // llama-3.1-8b has 32 heads: no TP 3.
+  auto tp = run_cli({"plan", trace, "--slo", "ttft_p99=1s", "--tp", "1", "--decode-tp", "3", "--out", dir + "/a"});
+  CHECK(tp.rc == 2);
+  CHECK(tp.err.find("decode TP 3") != std::string::npos);
+  auto link = run_cli({"plan", trace, "--slo", "ttft_p99=1s", "--kv-link-gbps", "-1", "--out", dir + "/b"});
+  CHECK(link.rc == 2);
+  CHECK(link.err.find("--kv-link-gbps") != std::string::npos);
+  auto design = run_cli({"plan", trace, "--slo", "ttft_p99=1s", "--disagg", "nope", "--out", dir + "/c"});
+  CHECK(design.rc == 2);
+  CHECK(design.err.find("--disagg") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir + "/a/plan.json"));
 }
