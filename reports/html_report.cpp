@@ -349,6 +349,53 @@ std::string scenario_table(const json& s) {
 }
 }  // namespace
 
+namespace {
+// Disaggregated serving (report.json's disagg): the pools, the client's
+// TTFT in parts, and the links (the busiest first; report.json has all).
+std::string disagg_section(const DisaggReport& d) {
+  std::string out = "<h2>Disaggregated prefill and decode (" + html_escape(d.design) + ")</h2>\n<p class=\"sub\">" +
+                    std::to_string(d.split) + " requests split, " + std::to_string(d.local) + " prefilled locally, " +
+                    std::to_string(d.prefill_only) + " prefill only &middot; " + std::to_string(d.transfers) +
+                    " transfers, " + num("%.2f GB", static_cast<double>(d.transfer_bytes) / 1e9) + ", mean " +
+                    num("%.2f ms", d.transfer_ms_mean) + " (" + num("%.2f ms", d.line_ms_mean) +
+                    " alone on idle links) &middot; " + std::to_string(d.blocked) + " decode legs waited (mean " +
+                    num("%.2f ms", d.blocked_ms_mean) + ")</p>\n";
+  out += "<table><tr><th>pool</th><th>instances</th><th>GPU</th><th>TP</th><th>KV blocks each</th><th>arrived</th>"
+         "<th>finished</th><th>refused</th><th>steps</th><th>preemptions</th><th>hit rate</th><th>busy</th>"
+         "<th>KV usage mean / max</th></tr>\n";
+  for (const DisaggPoolReport& p : d.pools)
+    out += "<tr><td>" + html_escape(p.name) + "</td><td>" + std::to_string(p.instances) + "</td><td>" +
+           html_escape(p.gpu) + "</td><td>" + std::to_string(p.tp) + "</td><td>" + std::to_string(p.num_blocks) +
+           "</td><td>" + std::to_string(p.arrived) + "</td><td>" + std::to_string(p.finished) + "</td><td>" +
+           std::to_string(p.refused) + "</td><td>" + std::to_string(p.steps) + "</td><td>" +
+           std::to_string(p.preemptions) + "</td><td>" + pct(p.hit_rate) + "</td><td>" + pct(p.busy_share) +
+           "</td><td>" + pct(p.kv_usage_mean) + " / " + pct(p.kv_usage_max) + "</td></tr>\n";
+  out += "</table>\n<table><tr><th>TTFT of a split request (ms)</th><th>mean</th><th>p50</th><th>p90</th><th>p95</th>"
+         "<th>p99</th><th>max</th></tr>\n";
+  latency_tr(out, "queue (prefill pool)", d.queue_ms);
+  latency_tr(out, "prefill", d.prefill_ms);
+  latency_tr(out, "transfer (hand-off to KV read)", d.transfer_ms);
+  latency_tr(out, "first decode step", d.first_decode_ms);
+  std::vector<const DisaggLinkReport*> links;
+  for (const DisaggLinkReport& l : d.links) links.push_back(&l);
+  std::stable_sort(links.begin(), links.end(),
+                   [](const DisaggLinkReport* a, const DisaggLinkReport* b) { return a->bytes > b->bytes; });
+  constexpr size_t kShown = 16;
+  out += "</table>\n<table><tr><th>link (" + num("%.0f GB/s", d.link_gbps_per_gpu) + " per GPU" +
+         (d.fabric_gbps > 0 ? ", fabric " + num("%.0f GB/s", d.fabric_gbps) : std::string()) + ", +" +
+         num("%.0f us", d.latency_us) + ")</th><th>transfers</th><th>GB</th><th>busy</th><th>most at once</th></tr>\n";
+  for (size_t i = 0; i < links.size() && i < kShown; ++i)
+    out += "<tr><td>" + html_escape(links[i]->name) + "</td><td>" + std::to_string(links[i]->transfers) + "</td><td>" +
+           num("%.2f", static_cast<double>(links[i]->bytes) / 1e9) + "</td><td>" + pct(links[i]->busy_share) +
+           "</td><td>" + std::to_string(links[i]->max_concurrent) + "</td></tr>\n";
+  out += "</table>\n";
+  if (links.size() > kShown)
+    out += "<p class=\"note\">The " + std::to_string(kShown) + " busiest of " + std::to_string(links.size()) +
+           " links; report.json's disagg.links has every one.</p>\n";
+  return out;
+}
+}  // namespace
+
 std::string render_report_html(const RunReport& r) {
   std::string out = page_head("prefixsim report");
   const std::string trace = r.trace.path.empty() ? "built-in workload" : r.trace.path;
@@ -412,6 +459,7 @@ std::string render_report_html(const RunReport& r) {
     out += "<p class=\"note\">Cache mode: requests were replayed one at a time without simulated time, "
            "so there is no latency, queue or throughput to show; the x axis counts requests.</p>\n";
   }
+  if (r.disagg) out += disagg_section(*r.disagg);
   if (!r.tiers.empty()) {
     out += "<h2>Hit rate by tier over time</h2>\n<p class=\"sub\">GPU + tiers: " +
            num("%.2f", 100.0 * r.prefix_cache.hit_rate_with_tiers) + " % (GPU alone " +

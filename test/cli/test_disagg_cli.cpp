@@ -58,6 +58,13 @@ TEST_CASE("a disaggregated replay reports its pools, transfers and links, and th
                      parts["transfer"]["mean"].get<double>() + parts["first_decode"]["mean"].get<double>();
   CHECK(sum == Approx(rep["latency_ms"]["ttft"]["mean"].get<double>()).epsilon(1e-6));
   CHECK(read_file(dir + "/a/summary.md").find("disaggregated (vllm-nixl") != std::string::npos);
+  // The page shows the pools, the TTFT parts and the busiest links.
+  const std::string html = read_file(dir + "/a/report.html");
+  CHECK(html.find("<h2>Disaggregated prefill and decode (vllm-nixl") != std::string::npos);
+  CHECK(html.find("<tr><td>prefill</td><td>2</td>") != std::string::npos);
+  CHECK(html.find("<tr><td>decode</td><td>2</td>") != std::string::npos);
+  CHECK(html.find("<td>transfer (hand-off to KV read)</td>") != std::string::npos);
+  CHECK(html.find("<tr><td>" + d["links"][0]["name"].get<std::string>() + "</td>") != std::string::npos);
   // The same run again: the same bytes.
   REQUIRE(run_cli(with_load({"replay", "--prefill-replicas", "2", "--decode-replicas", "2", "--prefill-router",
                              "prefix", "--kv-link-gbps", "25", "--out", dir + "/b"}))
