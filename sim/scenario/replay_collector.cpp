@@ -13,6 +13,11 @@ namespace {
 constexpr double kNsPerS = 1e9;
 }
 
+void ReplayCollector::set_pool_blocks(const std::vector<int64_t>& usable) {
+  usable_sum_ = 0;
+  for (int64_t b : usable) usable_sum_ += b;
+}
+
 ReplayCollector::ReplayCollector(int32_t block_size, double interval_s, bool progress, uint32_t replicas)
     : block_size_(block_size), interval_s_(interval_s), progress_(progress) {
   if (replicas > 1) replicas_.resize(replicas);
@@ -155,7 +160,8 @@ void ReplayCollector::on_step(const StepRecord& s) {
     row.waiting = waiting_sum_;
     row.running = running_sum_;
     row.kv_usage = static_cast<double>(used_sum_) /
-                   (static_cast<double>(s.num_usable_blocks) * static_cast<double>(replicas_.size()));
+                   (usable_sum_ > 0 ? static_cast<double>(usable_sum_)
+                                    : static_cast<double>(s.num_usable_blocks) * static_cast<double>(replicas_.size()));
   }
   row.preemptions += static_cast<uint64_t>(s.preempted);
   const size_t i = static_cast<size_t>(end_s / interval_s_);

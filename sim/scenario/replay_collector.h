@@ -54,6 +54,9 @@ class ReplayCollector final : public EngineObserver {
   }
   // The run has KV tiers: TTFT is also split into queue, load and prefill.
   void set_tiers(bool on) { tiers_ = on; }
+  // A fleet's pools, usable blocks each (a disaggregated fleet's may
+  // differ): the fleet's KV usage is their blocks in use over their sum.
+  void set_pool_blocks(const std::vector<int64_t>& usable);
   uint64_t refused() const { return refused_; }
   uint64_t counted_output_tokens() const { return counted_.output_tokens; }  // of requests that are not warm-up
   const std::string& first_refusal() const { return first_refusal_; }
@@ -105,9 +108,10 @@ class ReplayCollector final : public EngineObserver {
   std::vector<ReplicaAcc> replicas_;  // empty for one replica
   // The fleet's state: sums of every replica's latest, in integers (exact),
   // updated as each step changes one replica rather than re-added over the
-  // fleet per step. A fleet's pools are alike (Fleet builds them), so its
-  // mean usage is the blocks in use over N pools.
+  // fleet per step. Its usage is the blocks in use over every pool's blocks
+  // (set_pool_blocks; unset: N pools like the stepping one's).
   int64_t used_sum_ = 0;
+  int64_t usable_sum_ = 0;
   uint64_t waiting_sum_ = 0, running_sum_ = 0;
   std::vector<const BlockPool*> check_pools_;
   ProgressLine progress_;

@@ -190,6 +190,9 @@ void run_engine_mode(const ReplaySetup& setup, const PolicyContext& pctx, IdealH
   out.report.scenario["cost_model"] = fleet.replicas[0]->exec.to_json();
   ReplayCollector collector(s.block_size, s.series_interval_s, o.progress, static_cast<uint32_t>(fleet.engines.size()));
   fleet.set_observer(&collector);
+  std::vector<int64_t> usable;
+  for (const auto& r : fleet.replicas) usable.push_back(r->pool.num_usable());
+  collector.set_pool_blocks(usable);
   fleet.add_tiers(setup.tiers);
   if (o.backend) o.backend->attach(fleet);
   collector.set_tiers(!setup.tiers.empty());

@@ -3,8 +3,12 @@
 // transfer per split request, the links carrying the transfers' bytes), the
 // run repeats itself byte for byte, compare and sweep take the keys (the
 // same bytes on 1 or 2 threads), and misuse is exit 2 naming the flag.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "test/support.h"
 
@@ -70,6 +74,51 @@ TEST_CASE("a disaggregated replay reports its pools, transfers and links, and th
                              "prefix", "--kv-link-gbps", "25", "--out", dir + "/b"}))
               .rc == 0);
   CHECK(read_file(dir + "/a/report.json") == read_file(dir + "/b/report.json"));
+}
+
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream in(line);
+  for (std::string c; std::getline(in, c, ',');) cells.push_back(c);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+TEST_CASE("the fleet's KV usage over time weighs each pool by its blocks when the pools differ", "[cli][disagg]") {
+  const std::string dir = temp_dir("disagg-usage");
+  // The decode instance on TP 2 has a pool about twice a TP 1 instance's.
+  auto r = run_cli({"replay", "--workload", "multi-turn", "--requests", "200", "--rate", "20", "--quiet",
+                    "--prefill-replicas", "2", "--decode-replicas", "1", "--decode-tp", "2", "--out", dir + "/a"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const json rep = json_of(dir + "/a/report.json");
+  std::vector<double> usable;  // per instance, in replica order
+  for (const json& p : rep["disagg"]["pools"])
+    for (int i = 0; i < p["instances"].get<int>(); ++i) usable.push_back(p["num_blocks"].get<double>() - 1);
+  REQUIRE(usable.size() == 3);
+  REQUIRE(usable[2] > 1.5 * usable[0]);
+  std::stringstream series(read_file(dir + "/a/series.csv"));
+  std::string line;
+  std::getline(series, line);
+  const std::vector<std::string> head = csv_cells(line);
+  auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(head.begin(), head.end(), name) - head.begin());
+  };
+  int checked = 0;
+  while (std::getline(series, line)) {
+    const std::vector<std::string> cells = csv_cells(line);
+    double used = 0, all = 0;
+    bool complete = true;
+    for (size_t i = 0; i < usable.size(); ++i) {
+      const std::string& v = cells.at(column("r" + std::to_string(i) + "_kv_usage"));
+      complete = complete && !v.empty();
+      if (!v.empty()) used += std::stod(v) * usable[i], all += usable[i];
+    }
+    if (!complete) continue;
+    CHECK(std::stod(cells.at(column("kv_usage"))) == Approx(used / all).epsilon(1e-9));
+    ++checked;
+  }
+  CHECK(checked > 3);
 }
 
 TEST_CASE("a slower link moves the same bytes more slowly and lengthens TTFT", "[cli][disagg]") {
