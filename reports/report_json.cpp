@@ -61,6 +61,7 @@ ojson disagg_json(const DisaggReport& d) {
                {"transfers", ojson{{"count", d.transfers},
                                    {"blocks", d.transfer_blocks},
                                    {"bytes", d.transfer_bytes},
+                                   {"streamed_during_prefill_bytes", d.streamed_bytes},
                                    {"decode_hit_blocks", d.decode_hit_blocks},
                                    {"mean_ms", d.transfer_ms_mean},
                                    {"line_rate_mean_ms", d.line_ms_mean},

@@ -247,6 +247,7 @@ struct DisaggReport {
   std::vector<DisaggPoolReport> pools;
   uint64_t split = 0, local = 0, prefill_only = 0;
   uint64_t transfers = 0, transfer_blocks = 0, transfer_bytes = 0, decode_hit_blocks = 0;
+  uint64_t streamed_bytes = 0;     // of transfer_bytes: during the prefill (overlap=layerwise)
   double transfer_ms_mean = 0;     // blocks allocated -> KV read
   double line_ms_mean = 0;         // the same transfers alone on idle links
   uint64_t blocked = 0;            // decode legs not scheduled at once on hand-off: the decode

@@ -177,7 +177,10 @@ std::string disagg_lines(const DisaggReport& d, const std::string& indent) {
          duration_text(d.first_decode_ms.p99) + "\n";
   out += indent + std::to_string(d.transfers) + " KV transfers, " + fmt("%.2f", static_cast<double>(d.transfer_bytes) / 1e9) +
          " GB (mean " + duration_text(d.transfer_ms_mean) + ", " + duration_text(d.line_ms_mean) +
-         " at line rate); " + std::to_string(d.blocked) + " waited for their decode instance to schedule them (mean " +
+         " at line rate" +
+         (d.streamed_bytes ? ", " + fmt("%.2f", static_cast<double>(d.streamed_bytes) / 1e9) + " GB of it during the prefill"
+                           : std::string()) +
+         "); " + std::to_string(d.blocked) + " waited for their decode instance to schedule them (mean " +
          duration_text(d.blocked_ms_mean) + ": its step under way, or a full pool); " +
          std::to_string(d.local) + " requests prefilled on their decode instance\n";
   return out;

@@ -1,6 +1,7 @@
 #include "sim/fleet/disagg.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "sim/base/error.h"
@@ -18,6 +19,7 @@ DisaggConfig parse_disagg(const std::string& spec) {
   } else if (ps.name == "mooncake") {
     c.first_token_on_prefill = true;
     c.decode_at_arrival = true;
+    c.layerwise = true;
   } else if (ps.name != "vllm-nixl") {
     throw InputError("--disagg: unknown design '" + ps.name + "' (vllm-nixl, dynamo, mooncake)");
   }
@@ -35,6 +37,13 @@ DisaggConfig parse_disagg(const std::string& spec) {
     throw InputError("--disagg " + ps.name + ": local_prefill must be -1 (off) or a token count in [0, 2^40]");
   // Deciding on a local prefill needs the decode instance's cache at arrival.
   if (c.local_prefill >= 0) c.decode_at_arrival = true;
+  const std::string overlap = p.get_string("overlap", c.layerwise ? "layerwise" : "none");
+  if (overlap != "layerwise" && overlap != "none")
+    throw InputError("--disagg " + ps.name + ": overlap must be layerwise or none, got '" + overlap + "'");
+  c.layerwise = overlap == "layerwise";
+  if (c.layerwise && !c.decode_at_arrival)
+    throw InputError("--disagg " + ps.name +
+                     ": overlap=layerwise needs decode_pick=arrival (the prefill streams to a decode instance it knows)");
   p.reject_unused();
   return c;
 }
@@ -42,7 +51,7 @@ DisaggConfig parse_disagg(const std::string& spec) {
 std::string disagg_text(const DisaggConfig& c) {
   return c.design + ":first_token=" + (c.first_token_on_prefill ? "prefill" : "decode") +
          ",decode_pick=" + (c.decode_at_arrival ? "arrival" : "after") +
-         ",local_prefill=" + std::to_string(c.local_prefill);
+         ",local_prefill=" + std::to_string(c.local_prefill) + (c.layerwise ? ",overlap=layerwise" : "");
 }
 
 namespace {
@@ -171,7 +180,9 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
     stats.transfer_bytes += bytes;
     stats.decode_hit_blocks += static_cast<uint64_t>((r.prompt_len + block_size_ - 1) / block_size_) - blocks;
     stats.line_time += links_.line_time(k.prefill, replica, bytes);
-    flows_[links_.start(k.prefill, replica, bytes, now)] = r.ticket;
+    const uint64_t streamed = streamed_during_prefill(k, replica, bytes);
+    stats.streamed_bytes += streamed;
+    flows_[links_.start(k.prefill, replica, bytes - streamed, now)] = r.ticket;
     schedule_through();
   }
 
@@ -230,6 +241,18 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
     tickets_[t].request = Request{};
     free_.push_back(t);
     --live_;
+  }
+
+  // Layer-wise (overlap=layerwise): what crossed while the prefill ran,
+  // as the links alone would carry it over the prefill's span, at most all
+  // layers but the last.
+  uint64_t streamed_during_prefill(const Ticket& k, uint32_t decode, uint64_t bytes) const {
+    const TimeNs span = k.prefill_rec.first_token - k.prefill_rec.first_scheduled;
+    if (!cfg_.layerwise || span <= 0 || bytes == 0) return 0;
+    const double all_but_last = static_cast<double>(bytes) * (cfg_.layers - 1) / std::max(cfg_.layers, 1);
+    const double line = static_cast<double>(links_.line_time(k.prefill, decode, bytes) - links_.config().latency);
+    const double by_rate = line > 0 ? static_cast<double>(bytes) * static_cast<double>(span) / line : all_but_last;
+    return static_cast<uint64_t>(std::floor(std::min(all_but_last, by_rate)));
   }
 
   // The proxy has the prefill's response: the decode leg goes out.

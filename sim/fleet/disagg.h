@@ -37,12 +37,23 @@
 //                        request whose prompt tokens not cached on its decode
 //                        instance (picked at arrival) are at most N is
 //                        prefilled there, without a transfer.
-// Named designs: vllm-nixl (the default: decode, after, no local prefill),
-// dynamo (decode_pick=arrival), mooncake (first_token=prefill,
-// decode_pick=arrival).
-// Not modelled: layer-by-layer streaming of the KV during the prefill
-// (Mooncake, LMCache), a transfer's timeout, prefill-side queues (Dynamo's
-// max_prefill_queue_size).
+//   overlap=layerwise    Mooncake's layer-wise prefill (FAST'25, section 5.2;
+//                        LMCache's layer-wise mode): each layer's KV leaves
+//                        the prefill instance as that layer is computed,
+//                        toward the decode instance picked at arrival. A
+//                        fluid account: by the prefill's end, the bytes the
+//                        link could carry over the prefill's span have
+//                        crossed, at most all layers but the last (whose KV
+//                        exists only at the end); the rest crosses after it,
+//                        on the links with the other transfers. The bytes
+//                        streamed during the prefill are counted
+//                        (streamed_bytes) but do not load the links' model.
+// Named designs: vllm-nixl (the default: decode, after, no local prefill,
+// no overlap), dynamo (decode_pick=arrival), mooncake (first_token=prefill,
+// decode_pick=arrival, overlap=layerwise).
+// Not modelled: a transfer's timeout, prefill-side queues (Dynamo's
+// max_prefill_queue_size), the links' contention during a layer-wise
+// prefill.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +75,8 @@ struct DisaggConfig {
   bool first_token_on_prefill = false;
   bool decode_at_arrival = false;  // always with local_prefill >= 0
   int64_t local_prefill = -1;  // < 0: always disaggregated
+  bool layerwise = false;      // overlap=layerwise
+  int32_t layers = 1;          // the model's (set by whoever builds the fleet; layer-wise streaming needs it)
 };
 
 // "vllm-nixl|dynamo|mooncake[:first_token=prefill|decode,decode_pick=arrival|after,local_prefill=N]";
@@ -80,6 +93,7 @@ struct DisaggStats {
   uint64_t transfer_blocks = 0;
   uint64_t transfer_bytes = 0;
   uint64_t decode_hit_blocks = 0;  // prompt blocks the decode instance already held (not moved)
+  uint64_t streamed_bytes = 0;     // of transfer_bytes: crossed during the prefill (overlap=layerwise)
   TimeNs transfer_time = 0;        // summed: blocks allocated -> KV read (latency included)
   TimeNs line_time = 0;            // summed: what each transfer would take alone on idle links
   TimeNs blocked_time = 0;         // summed: hand-off -> blocks allocated on the decode instance

@@ -129,6 +129,7 @@ DisaggReport disagg_report_head(const Fleet& fleet, const ReplaySetup& setup, Ti
   d.transfer_blocks = st.transfer_blocks;
   d.transfer_bytes = st.transfer_bytes;
   d.decode_hit_blocks = st.decode_hit_blocks;
+  d.streamed_bytes = st.streamed_bytes;
   const double n = static_cast<double>(std::max<uint64_t>(st.transfers, 1));
   d.transfer_ms_mean = static_cast<double>(st.transfer_time) / 1e6 / n;
   d.line_ms_mean = static_cast<double>(st.line_time) / 1e6 / n;

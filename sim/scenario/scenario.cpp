@@ -148,7 +148,8 @@ const std::vector<ScenarioOption>& scenario_options() {
        "disaggregated: which decode instance takes each request's KV (a --router spec; default least-loaded)"},
       {"disagg", "disagg", &Scenario::disagg, Echo::if_changed, kAll,
        "disaggregated: the serving design, vllm-nixl (default), dynamo or mooncake, "
-       "[:first_token=prefill|decode,decode_pick=arrival|after,local_prefill=N] (sim/fleet/disagg.h)"},
+       "[:first_token=prefill|decode,decode_pick=arrival|after,local_prefill=N,overlap=layerwise|none] "
+       "(sim/fleet/disagg.h)"},
       {"kv-link-gbps", "kv_link_gbps", &Scenario::kv_link_gbps, Echo::if_changed, kAll,
        "disaggregated: KV transfer bandwidth per GPU and direction, GB/s (default 50: one 400 Gb/s NIC per GPU); "
        "an instance's NIC is this x its TP; transfers crossing a NIC at once share it; 0: infinitely fast"},

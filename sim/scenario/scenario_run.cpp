@@ -183,6 +183,7 @@ Fleet::Fleet(const Scenario& s, const std::vector<FleetPool>& pools, const std::
              const PolicyContext& ctx, const ExecutorWrap* wrap)
     : block_size(s.block_size), disagg(parse_disagg(s.disagg)) {
   if (pools.size() != 2) throw InternalError("fleet: a disaggregated fleet has two pools");
+  disagg.layers = pools[0].resolved.model->layers;  // layer-wise streaming's last layer
   for (size_t k = 0; k < 2; ++k) {
     const FleetPool& p = pools[k];
     RouterContext rctx;

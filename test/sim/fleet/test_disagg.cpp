@@ -61,6 +61,7 @@ struct Setup {
   KvLinkConfig link{};
   int64_t bytes_per_block = kMB;
   std::string prefill_router = "round-robin", decode_router = "round-robin";
+  int32_t layers = 1;  // the model's, for overlap=layerwise
 };
 
 struct Outcome {
@@ -89,8 +90,9 @@ Outcome run(const std::vector<Request>& reqs, const Setup& s) {
   auto dr = make_router(s.decode_router, dc);
   VectorSource src{std::span<const Request>(reqs)};
   Outcome out;
-  out.result = run_disagg(loop, src, engines, s.prefill, *pr, *dr, 16, parse_disagg(s.spec), s.link,
-                          s.bytes_per_block, &rec);
+  DisaggConfig cfg = parse_disagg(s.spec);
+  cfg.layers = s.layers;
+  out.result = run_disagg(loop, src, engines, s.prefill, *pr, *dr, 16, cfg, s.link, s.bytes_per_block, &rec);
   out.records = rec.by_id;
   out.order = rec.order;
   out.refused = rec.refused;
@@ -156,6 +158,36 @@ TEST_CASE("one request's KV crosses the link in bytes over bandwidth plus latenc
   CHECK(o.result.stats.line_time == 7'100 * kUs);
   CHECK(o.result.links.at(0).bytes == 7 * kMB);  // instance 0's tx
   CHECK(o.result.links.at(3).bytes == 7 * kMB);  // instance 1's rx
+}
+
+TEST_CASE("layer-wise, the KV the link carries during the prefill is across by its end, all but the last layer's at most",
+          "[disagg]") {
+  // As above: a 2.2 ms prefill, 7 MB to move. At 1 GB/s the link carries
+  // 2.2 MB during the prefill (4 layers: up to 5.25 MB may go): 4.8 MB are
+  // left, 4.8 ms + 0.1 ms after the prefill.
+  Setup s;
+  s.spec = "vllm-nixl:decode_pick=arrival,overlap=layerwise";
+  s.layers = 4;
+  s.link = {1e9, 0, 100 * kUs};
+  const Outcome slow = run({request("a", 0, 100, 5)}, s);
+  const RequestRecord& a = slow.records.at("a");
+  CHECK(a.prefill_done == 2'200 * kUs);
+  CHECK(a.transfer_done == 7'100 * kUs);
+  CHECK(a.first_token == 9'102 * kUs);
+  CHECK(slow.result.stats.transfer_bytes == 7 * kMB);
+  CHECK(slow.result.stats.streamed_bytes == 2'200'000);
+  CHECK(slow.result.links.at(0).bytes == 4'800'000);  // the links carried the rest
+  CHECK(slow.result.stats.line_time == 7'100 * kUs);   // the whole transfer alone, as without overlap
+  // At 10 GB/s the link could carry it all during the prefill, but the
+  // last of 2 layers exists only at its end: 3.5 MB after, 0.35 + 0.1 ms.
+  s.layers = 2;
+  s.link = {10e9, 0, 100 * kUs};
+  const Outcome fast = run({request("a", 0, 100, 5)}, s);
+  CHECK(fast.records.at("a").transfer_done == 2'650 * kUs);
+  CHECK(fast.result.stats.streamed_bytes == 3'500'000);
+  // Without overlap the same link takes 0.7 + 0.1 ms after the prefill.
+  s.spec = "vllm-nixl:decode_pick=arrival";
+  CHECK(run({request("a", 0, 100, 5)}, s).records.at("a").transfer_done == 3'000 * kUs);
 }
 
 TEST_CASE("two transfers leaving one prefill instance at once share its NIC", "[disagg]") {
@@ -335,7 +367,12 @@ TEST_CASE("a request object reused by its source never carries an earlier reques
 
 TEST_CASE("disaggregation specs: the named designs, their parameters, and bad ones named", "[disagg]") {
   CHECK(disagg_text(parse_disagg("vllm-nixl")) == "vllm-nixl:first_token=decode,decode_pick=after,local_prefill=-1");
-  CHECK(disagg_text(parse_disagg("mooncake")) == "mooncake:first_token=prefill,decode_pick=arrival,local_prefill=-1");
+  CHECK(disagg_text(parse_disagg("mooncake")) ==
+        "mooncake:first_token=prefill,decode_pick=arrival,local_prefill=-1,overlap=layerwise");
+  CHECK(disagg_text(parse_disagg("mooncake:overlap=none")) ==
+        "mooncake:first_token=prefill,decode_pick=arrival,local_prefill=-1");
+  CHECK_THROWS_WITH(parse_disagg("vllm-nixl:overlap=layerwise"), Catch::Contains("needs decode_pick=arrival"));
+  CHECK_THROWS_WITH(parse_disagg("dynamo:overlap=sideways"), Catch::Contains("overlap must be layerwise or none"));
   CHECK(disagg_text(parse_disagg("dynamo:local_prefill=512")) ==
         "dynamo:first_token=decode,decode_pick=arrival,local_prefill=512");
   CHECK_THROWS_WITH(parse_disagg("splitwise"), Catch::Contains("unknown design 'splitwise'"));
