@@ -23,13 +23,6 @@ double number_or_nan(const ojson& row, const std::string& key) {
   return row.contains(key) && row[key].is_number() ? row[key].get<double>() : NAN;
 }
 
-// A fleet's size: "16", or "12P:4D" for a split fleet (a run, a shape or the answer).
-std::string size_text(const ojson& o) {
-  if (o.contains("prefill_replicas"))
-    return std::to_string(o["prefill_replicas"].get<int64_t>()) + "P:" +
-           std::to_string(o["decode_replicas"].get<int64_t>()) + "D";
-  return o.contains("replicas") ? std::to_string(o["replicas"].get<int64_t>()) : "-";
-}
 
 // " (TTFT parts: queue 1.0 + prefill 2.0 + transfer 3.0 + first decode 4.0 ms mean)" for a split run.
 std::string parts_text(const ojson& r) {
@@ -87,7 +80,7 @@ void md_answer(std::ostringstream& md, const ojson& plan) {
     for (const char* pool : {"prefill", "decode"}) {
       const ojson& fewer = answer[std::string("one_fewer_") + pool];
       if (!fewer.is_null())
-        md << "\nOne " << pool << " instance fewer (" << size_text(fewer) << ") does not meet it:\n\n"
+        md << "\nOne " << pool << " instance fewer (" << plan_size_text(fewer) << ") does not meet it:\n\n"
            << margins_md(plan, fewer);
     }
     return;
@@ -104,12 +97,12 @@ void md_tables(std::ostringstream& md, const ojson& plan) {
   md << "\n## Fleet shapes\n\n| shape | status | replicas | cost | runs |\n| --- | --- | ---: | ---: | ---: |\n";
   for (const ojson& o : plan["shapes"])
     md << "| " << o["fleet"].get<std::string>() << " | " << o["status"].get<std::string>() << " | "
-       << size_text(o) << " | "
+       << plan_size_text(o) << " | "
        << (o.contains("cost") ? fmt(o["cost"].get<double>(), 2) : "-") << " | " << o["runs"].get<size_t>() << " |\n";
   md << "\n## Runs (in the order run, per shape)\n\n| shape | replicas | meets | TTFT p99 ms | TPOT p99 ms | "
         "hit rate % | refused | imbalance |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
   for (const ojson& r : plan["runs"])
-    md << "| " << r["fleet"].get<std::string>() << " | " << size_text(r) << " | "
+    md << "| " << r["fleet"].get<std::string>() << " | " << plan_size_text(r) << " | "
        << (r["meets"].get<bool>() ? "yes" : "no") << " | " << fmt(number_or_nan(r, "ttft_p99_ms"), 1) << " | "
        << fmt(number_or_nan(r, "tpot_p99_ms"), 1) << " | "
        << fmt(100 * number_or_nan(r, "hit_rate"), 2) << " | " << r["refused_requests"].get<uint64_t>() << " | "
@@ -149,6 +142,13 @@ std::string run_verdict(const ojson& r) {
 }  // namespace plan_text_detail
 
 
+std::string plan_size_text(const nlohmann::ordered_json& o) {
+  if (o.contains("prefill_replicas"))
+    return std::to_string(o["prefill_replicas"].get<int64_t>()) + "P:" +
+           std::to_string(o["decode_replicas"].get<int64_t>()) + "D";
+  return o.contains("replicas") ? std::to_string(o["replicas"].get<int64_t>()) : "-";
+}
+
 std::string render_plan_md(const nlohmann::ordered_json& plan, const std::string& router) {
   using namespace plan_text_detail;
   std::ostringstream md;
@@ -170,7 +170,7 @@ std::string render_plan_terminal(const nlohmann::ordered_json& plan) {
       for (const char* pool : {"prefill", "decode"}) {
         const nlohmann::ordered_json& fewer = answer[std::string("one_fewer_") + pool];
         if (!fewer.is_null())
-          term += std::string("  one ") + pool + " fewer (" + size_text(fewer) + "):" + margins_inline(plan, fewer) + "\n";
+          term += std::string("  one ") + pool + " fewer (" + plan_size_text(fewer) + "):" + margins_inline(plan, fewer) + "\n";
       }
     } else if (!answer["one_fewer"].is_null())
       term += "  one fewer (" + std::to_string(answer["replicas"].get<int64_t>() - 1) +
@@ -178,7 +178,7 @@ std::string render_plan_terminal(const nlohmann::ordered_json& plan) {
   }
   term += "  runs:\n";
   for (const nlohmann::ordered_json& r : plan["runs"])
-    term += "    " + r["fleet"].get<std::string>() + " x " + size_text(r) + ": " +
+    term += "    " + r["fleet"].get<std::string>() + " x " + plan_size_text(r) + ": " +
             run_verdict(r) + "\n";
   if (plan.contains("routers_at_answer")) {
     term += "  routers at the answer:\n";

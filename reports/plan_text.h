@@ -17,5 +17,8 @@ std::string render_plan_md(const nlohmann::ordered_json& plan, const std::string
 // The terminal's lines: the answer, its margins, the runs, the routers at
 // the answer and a warning for each violation.
 std::string render_plan_terminal(const nlohmann::ordered_json& plan);
+// A fleet's size as the documents print it: "16", or "12P:4D" for a split
+// fleet (a run's row, a shape or the answer; "-" where it has none).
+std::string plan_size_text(const nlohmann::ordered_json& fleet);
 
 }  // namespace prefixsim

@@ -13,6 +13,7 @@
 
 #include "prefixsim_config.h"
 #include "reports/outputs.h"
+#include "reports/plan_text.h"
 #include "sim/base/error.h"
 #include "sim/base/parallel_for.h"
 #include "sim/base/progress_line.h"
@@ -72,13 +73,6 @@ std::string shape_name(const Shape& s, const std::vector<const PlanDimension*>& 
   for (size_t d = 0; d < dims.size(); ++d)
     n += ", " + std::string(dims[d]->key) + " " + value_text(s.extra[d]) + " " + dims[d]->unit;
   return n;
-}
-
-// "12P:4D" for a split fleet's row, "16" for an aggregated one's.
-std::string size_text(const ojson& row) {
-  if (!row.contains("prefill_replicas")) return std::to_string(row["replicas"].get<int64_t>());
-  return std::to_string(row["prefill_replicas"].get<int64_t>()) + "P:" +
-         std::to_string(row["decode_replicas"].get<int64_t>()) + "D";
 }
 
 // The base scenario without its disaggregated settings: an aggregated shape's.
@@ -325,7 +319,7 @@ ojson Planner::run_fleet(const Shape& shape, int64_t n, int64_t decode, const st
   if (progress_.due())
     progress_.draw("plan: " + std::to_string(runs_done_) + " runs done in " +
                    duration_text(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count()) +
-                   " (last: " + row["fleet"].get<std::string>() + " x " + size_text(row) + ")");
+                   " (last: " + row["fleet"].get<std::string>() + " x " + plan_size_text(row) + ")");
   return row;
 }
 
