@@ -59,11 +59,12 @@ const char* const kDescription =
     "--decode-gpu, --prefill-router, --decode-router, --kv-link-gbps, --kv-link-latency-us,\n"
     "--kv-fabric-gbps adds split fleets (every prefill TP x decode TP) to the aggregated ones:\n"
     "for each, doubling at 1:1 until a fleet meets the SLO, the fewest prefill instances by\n"
-    "bisection, then the fewest decode instances, then down the staircase (more prefill, fewer\n"
-    "decode) while that could cost less; --max-replicas bounds each pool.\n\n"
+    "bisection, then the fewest decode instances, then along the staircase both ways (more\n"
+    "prefill and fewer decode, fewer prefill and more decode) as far as a fleet could still\n"
+    "cost less; --max-replicas bounds each pool.\n\n"
     "SLO terms: ttft_mean, ttft_p50, ttft_p90, ttft_p99, queue_p99, e2e_p99, tpot_p50, tpot_p99\n"
-    "with <= (or =) and\n"
-    "a value in s or ms; hit_rate, block_hit_rate with >= (or =) and a fraction or a percentage;\n"
+    "with <= (or =) and a value in s or ms; hit_rate, block_hit_rate with >= (or =) and a\n"
+    "fraction or a percentage;\n"
     "refusal_rate (requests not served: never fit, or shed by --admission) with <= (or =).\n"
     "--requests N (the first N requests) bounds a long trace's run time.";
 
