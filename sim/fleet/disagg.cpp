@@ -111,10 +111,18 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
   DisaggStats stats;
   const KvLinks& links() const { return links_; }
 
+  // No prefill instance has room (admission.h's saturation, read live).
+  bool prefill_saturated(const AdmissionConfig& a) const {
+    for (uint32_t i = 0; i < prefill_view_.size(); ++i)
+      if (static_cast<int64_t>(prefill_view_.waiting(i)) <= a.waiting && prefill_view_.kv_usage(i) <= a.kv) return false;
+    return true;
+  }
+
   // An arrival: the prefill leg to a prefill instance, or the whole request
   // to its decode instance (conditional disaggregation).
   uint32_t route(Request& r) {
     r.leg = Request::Leg::kWhole;  // a reused request object may carry an earlier one's
+    ++stats.routed;
     const uint32_t d = cfg_.decode_at_arrival ? pick(decode_router_, promised_view_, r) : kNone;
     if (cfg_.local_prefill >= 0) {
       const auto blocks = r.ensure_prompt_chain(block_size_).hashes();
@@ -369,8 +377,14 @@ DisaggResult run_disagg(EventLoop& loop, RequestSource& source, std::span<Engine
     e->set_observer(&c);
     e->set_remote_kv_listener(&c);
   }
+  AdmissionGate gate;
+  if (cfg.admission.enabled) {
+    gate.queue = static_cast<size_t>(cfg.admission.queue);
+    gate.saturated = [&] { return c.prefill_saturated(cfg.admission); };
+  }
   DisaggResult out;
-  out.fleet = drive_replicas(loop, source, engines, [&](Request& r) { return c.route(r); }, {}, nullptr, &c);
+  out.fleet = drive_replicas(loop, source, engines, [&](Request& r) { return c.route(r); }, {},
+                             cfg.admission.enabled ? &gate : nullptr, &c);
   for (Engine* e : engines) {
     e->set_observer(observer);
     e->set_remote_kv_listener(nullptr);

@@ -51,6 +51,7 @@
 // Named designs: vllm-nixl (the default: decode, after, no local prefill,
 // no overlap), dynamo (decode_pick=arrival), mooncake (first_token=prefill,
 // decode_pick=arrival, overlap=layerwise).
+// Admission (--admission) gates arrivals on the prefill pool's room.
 // Not modelled: a transfer's timeout, prefill-side queues (Dynamo's
 // max_prefill_queue_size), the links' contention during a layer-wise
 // prefill.
@@ -65,6 +66,7 @@
 #include "sim/engine/engine.h"
 #include "sim/engine/event_loop.h"
 #include "sim/engine/request_source.h"
+#include "sim/fleet/admission.h"
 #include "sim/fleet/kv_link.h"
 #include "sim/fleet/router.h"
 
@@ -77,6 +79,11 @@ struct DisaggConfig {
   int64_t local_prefill = -1;  // < 0: always disaggregated
   bool layerwise = false;      // overlap=layerwise
   int32_t layers = 1;          // the model's (set by whoever builds the fleet; layer-wise streaming needs it)
+  // Admission at the proxy (--admission, admission.h), over the prefill
+  // pool: saturated when no prefill instance has room, since every request
+  // starts there (a locally prefilled one too, whose verdict comes after
+  // the gate).
+  AdmissionConfig admission;
 };
 
 // "vllm-nixl|dynamo|mooncake[:first_token=prefill|decode,decode_pick=arrival|after,local_prefill=N]";
@@ -86,6 +93,7 @@ DisaggConfig parse_disagg(const std::string& spec);
 std::string disagg_text(const DisaggConfig& c);
 
 struct DisaggStats {
+  uint64_t routed = 0;        // client requests the proxy routed (past admission, if any)
   uint64_t split = 0;         // prefilled on the prefill pool, decoded on the decode pool
   uint64_t local = 0;         // prefilled on their decode instance (local_prefill)
   uint64_t prefill_only = 0;  // first_token=prefill and one output token: no decode leg

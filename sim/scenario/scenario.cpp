@@ -376,7 +376,6 @@ void validate_disagg(const Scenario& s) {
   if (s.decode_replicas < 1) bad("--prefill-replicas", "needs --decode-replicas of at least 1");
   if (s.replicas != 1) bad("--replicas", "give --prefill-replicas and --decode-replicas instead (disaggregated)");
   if (s.mode != "engine") bad("--prefill-replicas", "disaggregated serving runs in engine mode");
-  if (parse_admission(s.admission).enabled) bad("--admission", "not modelled with disaggregated serving yet");
   if (s.enable_expert_parallel) bad("--enable-expert-parallel", "not modelled with disaggregated serving");
   for (const auto& [flag, tp] : {std::pair{"--prefill-tp", s.prefill_tp}, std::pair{"--decode-tp", s.decode_tp}})
     if (tp < 0 || tp > 64) bad(flag, "must be in [1, 64] (0: --tp)");

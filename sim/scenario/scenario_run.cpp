@@ -184,6 +184,7 @@ Fleet::Fleet(const Scenario& s, const std::vector<FleetPool>& pools, const std::
     : block_size(s.block_size), disagg(parse_disagg(s.disagg)) {
   if (pools.size() != 2) throw InternalError("fleet: a disaggregated fleet has two pools");
   disagg.layers = pools[0].resolved.model->layers;  // layer-wise streaming's last layer
+  disagg.admission = admission = parse_admission(s.admission);
   for (size_t k = 0; k < 2; ++k) {
     const FleetPool& p = pools[k];
     RouterContext rctx;
@@ -259,7 +260,8 @@ std::optional<AdmissionReport> Fleet::admission_report(const FleetResult& r) con
   const AdmissionStats& a = r.admission;
   AdmissionReport out;
   out.spec = admission_text(admission);
-  out.offered = r.total.arrived + a.refused();
+  // Client requests: a split one arrives at both pools, but was offered once.
+  out.offered = (num_prefill > 0 ? disagg_stats.routed : r.total.arrived) + a.refused();
   out.held = a.held;
   out.max_queue = a.max_queue;
   out.refused_saturated = a.refused_saturated;

@@ -121,6 +121,29 @@ TEST_CASE("the fleet's KV usage over time weighs each pool by its blocks when th
   CHECK(checked > 3);
 }
 
+TEST_CASE("admission gates a disaggregated fleet on its prefill pool: those refused never reach a pool",
+          "[cli][disagg][admission]") {
+  const std::string dir = temp_dir("disagg-adm");
+  auto r = run_cli({"replay", "--workload", "multi-turn", "--requests", "300", "--rate", "200", "--quiet",
+                    "--prefill-replicas", "1", "--decode-replicas", "1", "--admission", "saturation:waiting=1,queue=2",
+                    "--out", dir + "/a"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const json rep = json_of(dir + "/a/report.json");
+  REQUIRE(rep.contains("admission"));
+  const json& a = rep["admission"];
+  const uint64_t refused = a["refused_saturated"].get<uint64_t>() + a["refused_queue_full"].get<uint64_t>();
+  CHECK(refused > 0);  // 200 requests a second on one prefill instance
+  CHECK(a["offered_requests"].get<uint64_t>() == 300);
+  CHECK(a["refusal_rate"].get<double>() == Approx(static_cast<double>(refused) / 300.0));
+  const json& d = rep["disagg"];
+  const uint64_t split = d["requests"]["split"].get<uint64_t>();
+  CHECK(split + refused == 300);
+  CHECK(d["pools"][0]["arrived"].get<uint64_t>() == split);  // the refused never reached the prefill pool
+  CHECK(d["pools"][0]["finished"].get<uint64_t>() == split);
+  CHECK(d["pools"][1]["finished"].get<uint64_t>() == split);
+}
+
 TEST_CASE("a slower link moves the same bytes more slowly and lengthens TTFT", "[cli][disagg]") {
   const std::string dir = temp_dir("disagg-link");
   for (const char* gbps : {"50", "1"}) {
@@ -190,7 +213,7 @@ TEST_CASE("disaggregation misuse is exit 2 naming the flag", "[cli][disagg]") {
       {{"--prefill-replicas", "1", "--decode-replicas", "1", "--prefill-tp", "65"}, "--prefill-tp: must be"},
       {{"--prefill-replicas", "1", "--decode-replicas", "1", "--decode-router", "nearest"}, "unknown router 'nearest'"},
       {{"--prefill-replicas", "1", "--decode-replicas", "1", "--mode", "cache"}, "engine mode"},
-      {{"--prefill-replicas", "1", "--decode-replicas", "1", "--admission", "saturation"}, "--admission: not modelled"},
+      {{"--prefill-replicas", "1", "--decode-replicas", "1", "--admission", "saturation:kv=2"}, "--admission"},
       {{"--prefill-replicas", "1", "--decode-replicas", "1", "--prefill-gpu", "tpu-v9"}, "tpu-v9"},
   };
   for (const Case& c : cases) {

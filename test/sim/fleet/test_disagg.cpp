@@ -62,6 +62,7 @@ struct Setup {
   int64_t bytes_per_block = kMB;
   std::string prefill_router = "round-robin", decode_router = "round-robin";
   int32_t layers = 1;  // the model's, for overlap=layerwise
+  AdmissionConfig admission;
 };
 
 struct Outcome {
@@ -92,6 +93,7 @@ Outcome run(const std::vector<Request>& reqs, const Setup& s) {
   Outcome out;
   DisaggConfig cfg = parse_disagg(s.spec);
   cfg.layers = s.layers;
+  cfg.admission = s.admission;
   out.result = run_disagg(loop, src, engines, s.prefill, *pr, *dr, 16, cfg, s.link, s.bytes_per_block, &rec);
   out.records = rec.by_id;
   out.order = rec.order;
@@ -188,6 +190,30 @@ TEST_CASE("layer-wise, the KV the link carries during the prefill is across by i
   // Without overlap the same link takes 0.7 + 0.1 ms after the prefill.
   s.spec = "vllm-nixl:decode_pick=arrival";
   CHECK(run({request("a", 0, 100, 5)}, s).records.at("a").transfer_done == 3'000 * kUs);
+}
+
+TEST_CASE("admission refuses or holds arrivals while no prefill instance has room", "[disagg][admission]") {
+  // Three prompts at once on one prefill instance: the first makes it wait
+  // one request, which is past waiting=0; the others are refused (queue 0)
+  // or held and sent on as it schedules (queue 2).
+  Setup s;
+  s.admission.enabled = true;
+  s.admission.waiting = 0;
+  s.admission.kv = 1.0;
+  const std::vector<Request> three = {request("a", 0, 100, 2, 1), request("b", 0, 100, 2, 5'000),
+                                      request("c", 0, 100, 2, 9'000)};
+  const Outcome shed = run(three, s);
+  CHECK(shed.records.size() == 1);
+  CHECK(shed.records.count("a"));
+  CHECK(shed.result.fleet.admission.refused_saturated == 2);
+  CHECK(shed.result.stats.split == 1);
+  s.admission.queue = 2;
+  const Outcome held = run(three, s);
+  CHECK(held.records.size() == 3);
+  CHECK(held.result.fleet.admission.refused() == 0);
+  CHECK(held.result.fleet.admission.held == 2);
+  CHECK(held.records.at("b").arrival == 0);  // latency counts from the arrival, not the release
+  CHECK(held.records.at("b").first_scheduled > 0);
 }
 
 TEST_CASE("two transfers leaving one prefill instance at once share its NIC", "[disagg]") {
