@@ -23,8 +23,7 @@ double number_or_nan(const ojson& row, const std::string& key) {
   return row.contains(key) && row[key].is_number() ? row[key].get<double>() : NAN;
 }
 
-
-// " (TTFT parts: queue 1.0 + prefill 2.0 + transfer 3.0 + first decode 4.0 ms mean)" for a split run.
+// "TTFT mean parts: queue 1.0 + prefill 2.0 + transfer 3.0 + first decode 4.0 ms" for a split run ("" otherwise).
 std::string parts_text(const ojson& r) {
   if (!r.contains("ttft_parts_mean_ms")) return "";
   const ojson& p = r["ttft_parts_mean_ms"];
@@ -142,12 +141,18 @@ std::string run_verdict(const ojson& r) {
 }  // namespace plan_text_detail
 
 
-std::string plan_size_text(const nlohmann::ordered_json& o) {
+namespace {
+template <class Json>
+std::string size_text_of(const Json& o) {
   if (o.contains("prefill_replicas"))
-    return std::to_string(o["prefill_replicas"].get<int64_t>()) + "P:" +
-           std::to_string(o["decode_replicas"].get<int64_t>()) + "D";
-  return o.contains("replicas") ? std::to_string(o["replicas"].get<int64_t>()) : "-";
+    return std::to_string(o["prefill_replicas"].template get<int64_t>()) + "P:" +
+           std::to_string(o["decode_replicas"].template get<int64_t>()) + "D";
+  return o.contains("replicas") ? std::to_string(o["replicas"].template get<int64_t>()) : "-";
 }
+}  // namespace
+
+std::string plan_size_text(const nlohmann::ordered_json& o) { return size_text_of(o); }
+std::string plan_size_text(const nlohmann::json& o) { return size_text_of(o); }
 
 std::string render_plan_md(const nlohmann::ordered_json& plan, const std::string& router) {
   using namespace plan_text_detail;

@@ -20,5 +20,6 @@ std::string render_plan_terminal(const nlohmann::ordered_json& plan);
 // A fleet's size as the documents print it: "16", or "12P:4D" for a split
 // fleet (a run's row, a shape or the answer; "-" where it has none).
 std::string plan_size_text(const nlohmann::ordered_json& fleet);
+std::string plan_size_text(const nlohmann::json& fleet);  // plan.html's rows
 
 }  // namespace prefixsim

@@ -84,6 +84,16 @@ struct RequestRecord {
   TimeNs loading() const { return load_start >= 0 ? first_scheduled - load_start : 0; }
   TimeNs prefill() const { return first_token - first_scheduled; }
   TimeNs e2e() const { return finish - arrival; }
+  // A split request's TTFT in parts (prefill_done >= 0; -1 where a part
+  // does not apply): queued before its prefill, the prefill (to the prefill
+  // leg's first token), the KV transfer (hand-off to KV read), and the
+  // decode instance's step that gives the client's first token.
+  TimeNs split_queue() const { return first_scheduled - arrival; }
+  TimeNs split_prefill() const { return prefill_done - first_scheduled; }
+  TimeNs split_transfer() const { return transfer_done >= 0 ? transfer_done - prefill_done : -1; }
+  TimeNs split_first_decode() const {
+    return transfer_done >= 0 && first_token > prefill_done ? first_token - transfer_done : -1;
+  }
   // Mean time per output token after the first (vLLM's TPOT); 0 with one token.
   double tpot() const {
     return output_tokens > 1 ? static_cast<double>(finish - first_token) / static_cast<double>(output_tokens - 1) : 0.0;

@@ -187,8 +187,9 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
     stats.transfer_blocks += blocks;
     stats.transfer_bytes += bytes;
     stats.decode_hit_blocks += static_cast<uint64_t>((r.prompt_len + block_size_ - 1) / block_size_) - blocks;
-    stats.line_time += links_.line_time(k.prefill, replica, bytes);
-    const uint64_t streamed = streamed_during_prefill(k, replica, bytes);
+    const TimeNs line = links_.line_time(k.prefill, replica, bytes);
+    stats.line_time += line;
+    const uint64_t streamed = streamed_during_prefill(k, bytes, line - links_.config().latency);
     stats.streamed_bytes += streamed;
     flows_[links_.start(k.prefill, replica, bytes - streamed, now)] = r.ticket;
     schedule_through();
@@ -252,14 +253,15 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
   }
 
   // Layer-wise (overlap=layerwise): what crossed while the prefill ran,
-  // as the links alone would carry it over the prefill's span, at most all
-  // layers but the last.
-  uint64_t streamed_during_prefill(const Ticket& k, uint32_t decode, uint64_t bytes) const {
+  // as the links alone would carry it over the prefill's span (`wire`: the
+  // bytes' time on idle links, latency aside), at most all layers but the
+  // last.
+  uint64_t streamed_during_prefill(const Ticket& k, uint64_t bytes, TimeNs wire) const {
     const TimeNs span = k.prefill_rec.first_token - k.prefill_rec.first_scheduled;
     if (!cfg_.layerwise || span <= 0 || bytes == 0) return 0;
     const double all_but_last = static_cast<double>(bytes) * (cfg_.layers - 1) / std::max(cfg_.layers, 1);
-    const double line = static_cast<double>(links_.line_time(k.prefill, decode, bytes) - links_.config().latency);
-    const double by_rate = line > 0 ? static_cast<double>(bytes) * static_cast<double>(span) / line : all_but_last;
+    const double by_rate =
+        wire > 0 ? static_cast<double>(bytes) * static_cast<double>(span) / static_cast<double>(wire) : all_but_last;
     return static_cast<uint64_t>(std::floor(std::min(all_but_last, by_rate)));
   }
 

@@ -31,13 +31,12 @@ class PointObserver final : public EngineObserver {
     queue.add(static_cast<double>(r.queueing()) / 1e9);
     e2e.add(static_cast<double>(r.e2e()) / 1e9);
     if (r.output_tokens > 1) tpot.add(r.tpot() / 1e9);
-    if (r.prefill_done >= 0) {  // a split request: its TTFT in parts (replay_collector's, as means)
+    if (r.prefill_done >= 0) {  // a split request: its TTFT in parts (summed; a part that does not apply adds 0)
       ++split;
-      part_queue += static_cast<double>(r.first_scheduled - r.arrival);
-      part_prefill += static_cast<double>(r.prefill_done - r.first_scheduled);
-      if (r.transfer_done >= 0) part_transfer += static_cast<double>(r.transfer_done - r.prefill_done);
-      if (r.transfer_done >= 0 && r.first_token > r.prefill_done)
-        part_first_decode += static_cast<double>(r.first_token - r.transfer_done);
+      part_queue += static_cast<double>(r.split_queue());
+      part_prefill += static_cast<double>(r.split_prefill());
+      part_transfer += static_cast<double>(std::max<TimeNs>(r.split_transfer(), 0));
+      part_first_decode += static_cast<double>(std::max<TimeNs>(r.split_first_decode(), 0));
     }
     first_arrival = std::min(first_arrival, r.arrival);
     last_finish = std::max(last_finish, r.finish);

@@ -13,14 +13,11 @@ namespace {
 constexpr double kNsPerS = 1e9;
 }
 
-void ReplayCollector::set_pool_blocks(const std::vector<int64_t>& usable) {
-  usable_sum_ = 0;
-  for (int64_t b : usable) usable_sum_ += b;
-}
-
-ReplayCollector::ReplayCollector(int32_t block_size, double interval_s, bool progress, uint32_t replicas)
+ReplayCollector::ReplayCollector(int32_t block_size, double interval_s, bool progress,
+                                 const std::vector<int64_t>& pool_blocks)
     : block_size_(block_size), interval_s_(interval_s), progress_(progress) {
-  if (replicas > 1) replicas_.resize(replicas);
+  if (pool_blocks.size() > 1) replicas_.resize(pool_blocks.size());
+  for (int64_t b : pool_blocks) usable_sum_ += b;
 }
 
 SeriesRow& ReplayCollector::row_at(double t_s) {
@@ -93,11 +90,10 @@ void ReplayCollector::on_request_finished(const RequestRecord& r) {
   client_prompt_ += static_cast<uint64_t>(r.prompt_tokens);
   client_hit_ += static_cast<uint64_t>(r.hit_tokens);
   if (r.prefill_done >= 0) {  // a split request (disaggregated)
-    part_queue_.add(static_cast<double>(r.first_scheduled - r.arrival) / kNsPerS);
-    part_prefill_.add(static_cast<double>(r.prefill_done - r.first_scheduled) / kNsPerS);
-    if (r.transfer_done >= 0) part_transfer_.add(static_cast<double>(r.transfer_done - r.prefill_done) / kNsPerS);
-    if (r.transfer_done >= 0 && r.first_token > r.prefill_done)
-      part_first_decode_.add(static_cast<double>(r.first_token - r.transfer_done) / kNsPerS);
+    part_queue_.add(static_cast<double>(r.split_queue()) / kNsPerS);
+    part_prefill_.add(static_cast<double>(r.split_prefill()) / kNsPerS);
+    if (r.split_transfer() >= 0) part_transfer_.add(static_cast<double>(r.split_transfer()) / kNsPerS);
+    if (r.split_first_decode() >= 0) part_first_decode_.add(static_cast<double>(r.split_first_decode()) / kNsPerS);
   }
   ttft_.add(static_cast<double>(r.ttft()) / kNsPerS);
   queue_.add(static_cast<double>(r.queueing()) / kNsPerS);
@@ -159,9 +155,7 @@ void ReplayCollector::on_step(const StepRecord& s) {
     mine.running = s.running;
     row.waiting = waiting_sum_;
     row.running = running_sum_;
-    row.kv_usage = static_cast<double>(used_sum_) /
-                   (usable_sum_ > 0 ? static_cast<double>(usable_sum_)
-                                    : static_cast<double>(s.num_usable_blocks) * static_cast<double>(replicas_.size()));
+    row.kv_usage = static_cast<double>(used_sum_) / static_cast<double>(usable_sum_);
   }
   row.preemptions += static_cast<uint64_t>(s.preempted);
   const size_t i = static_cast<size_t>(end_s / interval_s_);

@@ -25,7 +25,10 @@ namespace prefixsim {
 class ReplayCollector final : public EngineObserver {
  public:
   // `replicas` > 1: a fleet's collector, which also keeps per-replica figures.
-  ReplayCollector(int32_t block_size, double interval_s, bool progress, uint32_t replicas = 1);
+  // `pool_blocks`: each replica's usable blocks (one entry: a lone
+  // replica); a fleet's KV usage is their blocks in use over their sum
+  // (a disaggregated fleet's pools may differ in size).
+  ReplayCollector(int32_t block_size, double interval_s, bool progress, const std::vector<int64_t>& pool_blocks);
 
   void on_request_finished(const RequestRecord& r) override;
   void on_step(const StepRecord& s) override;
@@ -54,9 +57,6 @@ class ReplayCollector final : public EngineObserver {
   }
   // The run has KV tiers: TTFT is also split into queue, load and prefill.
   void set_tiers(bool on) { tiers_ = on; }
-  // A fleet's pools, usable blocks each (a disaggregated fleet's may
-  // differ): the fleet's KV usage is their blocks in use over their sum.
-  void set_pool_blocks(const std::vector<int64_t>& usable);
   uint64_t refused() const { return refused_; }
   uint64_t counted_output_tokens() const { return counted_.output_tokens; }  // of requests that are not warm-up
   const std::string& first_refusal() const { return first_refusal_; }
@@ -108,8 +108,7 @@ class ReplayCollector final : public EngineObserver {
   std::vector<ReplicaAcc> replicas_;  // empty for one replica
   // The fleet's state: sums of every replica's latest, in integers (exact),
   // updated as each step changes one replica rather than re-added over the
-  // fleet per step. Its usage is the blocks in use over every pool's blocks
-  // (set_pool_blocks; unset: N pools like the stepping one's).
+  // fleet per step. Its usage is the blocks in use over every pool's blocks.
   int64_t used_sum_ = 0;
   int64_t usable_sum_ = 0;
   uint64_t waiting_sum_ = 0, running_sum_ = 0;

@@ -189,11 +189,10 @@ void run_engine_mode(const ReplaySetup& setup, const PolicyContext& pctx, IdealH
   Fleet fleet = setup.pools.empty() ? Fleet(s, setup.resolved, setup.kv.num_blocks, s.policy, pctx, w)
                                     : Fleet(s, setup.pools, s.policy, pctx, w);
   out.report.scenario["cost_model"] = fleet.replicas[0]->exec.to_json();
-  ReplayCollector collector(s.block_size, s.series_interval_s, o.progress, static_cast<uint32_t>(fleet.engines.size()));
-  fleet.set_observer(&collector);
-  std::vector<int64_t> usable;
+  std::vector<int64_t> usable;  // each replica's pool
   for (const auto& r : fleet.replicas) usable.push_back(r->pool.num_usable());
-  collector.set_pool_blocks(usable);
+  ReplayCollector collector(s.block_size, s.series_interval_s, o.progress, usable);
+  fleet.set_observer(&collector);
   fleet.add_tiers(setup.tiers);
   if (o.backend) o.backend->attach(fleet);
   collector.set_tiers(!setup.tiers.empty());

@@ -200,10 +200,10 @@ Shape Planner::make_shape(int tp, int decode_tp, const std::vector<size_t>& at) 
       largest.replicas = static_cast<int32_t>(o_.max_replicas);
       s.largest = run_blocks(largest, s.sizing, scenario_tiers(s.scenario, *s.resolved.model));
     }
+    if (s.is_split()) s.largest.replicas = 2 * o_.max_replicas;
     for (FleetPool& pool : pools) {  // split: both pools at --max-replicas
       pool.scenario.replicas = static_cast<int32_t>(o_.max_replicas);
       const RunBlocks b = run_blocks(pool.scenario, pool.kv, scenario_tiers(pool.scenario, *pool.resolved.model));
-      s.largest.replicas = 2 * o_.max_replicas;
       for (RunBlocks::Part part : b.parts) {
         part.what = std::string(&pool == &pools[0] ? "prefill " : "decode ") + part.what;
         s.largest.parts.push_back(part);

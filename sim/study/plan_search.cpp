@@ -28,6 +28,17 @@ constexpr MetricInfo kMetrics[] = {{"ttft_mean", "ttft_mean_ms", MetricKind::lat
                                    {"block_hit_rate", "block_hit_rate", MetricKind::hit_rate},
                                    {"refusal_rate", "refusal_rate", MetricKind::refusal_rate}};
 
+// The fewest n in (lo, hi] with ok(n): lo fails (0: none below), hi meets
+// (run or implied); bisection, each mid tried once.
+template <class Ok>
+int64_t fewest_meeting(int64_t lo, int64_t hi, const Ok& ok) {
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (ok(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 [[noreturn]] void bad(const std::string& term, const std::string& msg) {
   throw InputError("--slo: '" + term + "': " + msg);
 }
@@ -124,12 +135,7 @@ SearchResult search_replicas(int64_t max_replicas, const std::function<bool(int6
     lo = n;
     if (n == max_replicas) break;
   }
-  if (hi) {
-    while (hi - lo > 1) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      (run(mid) ? hi : lo) = mid;
-    }
-  }
+  if (hi) hi = fewest_meeting(lo, hi, run);
   r.answer = hi;
   // The probe: under monotonicity one more replica meets the SLO too. The
   // search itself never runs a count above one that met, so without this
@@ -159,15 +165,6 @@ class SplitRuns {
     steps.push_back({p, d, meets_(p, d)});
     return steps.back().meets;
   }
-  // The fewest n in (lo, hi] with ok(n), hi taken to meet (run or implied).
-  template <class Ok>
-  static int64_t fewest(int64_t lo, int64_t hi, const Ok& ok) {
-    while (hi - lo > 1) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      (ok(mid) ? hi : lo) = mid;
-    }
-    return hi;
-  }
   std::vector<SplitStep> steps;
 
  private:
@@ -189,8 +186,8 @@ SplitSearchResult search_split(int64_t max_per_pool, const std::function<double(
   }
   SplitSearchResult r;
   if (k) {
-    const int64_t p0 = SplitRuns::fewest(0, k, [&](int64_t p) { return runs.run(p, k); });
-    const int64_t d0 = SplitRuns::fewest(0, k, [&](int64_t d) { return runs.run(p0, d); });
+    const int64_t p0 = fewest_meeting(0, k, [&](int64_t p) { return runs.run(p, k); });
+    const int64_t d0 = fewest_meeting(0, k, [&](int64_t d) { return runs.run(p0, d); });
     int64_t best_p = p0, best_d = d0;
     auto consider = [&](int64_t p, int64_t d) {
       const double c = cost(p, d), b = cost(best_p, best_d);
@@ -211,9 +208,9 @@ SplitSearchResult search_split(int64_t max_per_pool, const std::function<double(
     auto cheaper_at = [&](int64_t p, int64_t fails, int64_t meets) -> int64_t {
       const int64_t c = cap(p);
       if (c <= fails) return 0;
-      if (meets && meets <= c) return SplitRuns::fewest(fails, meets, [&](int64_t d) { return runs.run(p, d); });
+      if (meets && meets <= c) return fewest_meeting(fails, meets, [&](int64_t d) { return runs.run(p, d); });
       if (!runs.run(p, c)) return 0;
-      return SplitRuns::fewest(fails, c, [&](int64_t d) { return runs.run(p, d); });
+      return fewest_meeting(fails, c, [&](int64_t d) { return runs.run(p, d); });
     };
     // More prefill: D(P) falls from D*, while P and one decode instance
     // could still cost less than the best.
