@@ -163,7 +163,7 @@ std::string render_plan_html(const json& plan) {
          "<th>cost</th></tr>\n";
   for (const json& r : plan.value("runs", json::array()))
     out += "<tr><td>" + cell(r.value("fleet", json(nullptr))) + "</td><td>" +
-           (r.contains("prefill_replicas") ? html_escape(plan_size_text(r)) : cell(r["replicas"])) + "</td><td>" +
+           (r.contains("prefill_replicas") || r.contains("groups") ? html_escape(plan_size_text(r)) : cell(r["replicas"])) + "</td><td>" +
            cell(r.value("router", json(nullptr))) + "</td><td>" + (r.value("meets", false) ? "yes" : "no") +
            "</td><td>" + cell(r.value("ttft_p99_ms", json(nullptr))) + "</td><td>" +
            cell(r.value("hit_rate", json(nullptr))) + "</td><td>" + cell(r.value("cost", json(nullptr))) + "</td></tr>\n";

@@ -321,8 +321,15 @@ namespace {
 std::string setup_line(const RunReport& r) {
   const json& s = r.scenario;
   const auto text = [&](const char* k) { return s.contains(k) && s[k].is_string() ? s[k].get<std::string>() : ""; };
-  std::string line = html_escape(text("model")) + " on " + html_escape(text("gpu"));
-  if (s.contains("tp") && s["tp"].is_number()) line += ", TP " + s["tp"].dump();
+  std::string line = html_escape(text("model")) + " on ";
+  if (!r.groups.empty()) {  // a mixed fleet: each group's GPU and TP
+    for (size_t k = 0; k < r.groups.size(); ++k)
+      line += (k ? " + " : "") + std::to_string(r.groups[k].instances) + " x " + html_escape(r.groups[k].gpu) +
+              " TP " + std::to_string(r.groups[k].tp);
+  } else {
+    line += html_escape(text("gpu"));
+    if (s.contains("tp") && s["tp"].is_number()) line += ", TP " + s["tp"].dump();
+  }
   if (!r.replicas.empty())
     line += " &middot; " + std::to_string(r.replicas.size()) + " replicas behind " + html_escape(text("router"));
   const std::string policy = text("policy_resolved").empty() ? text("policy") : text("policy_resolved");
@@ -350,6 +357,37 @@ std::string scenario_table(const json& s) {
 }  // namespace
 
 namespace {
+// Pools of like instances (disaggregated pools, a mixed fleet's groups),
+// one row each; `groups` adds their requests and TTFT.
+std::string pools_table(const std::vector<PoolReport>& pools, bool groups) {
+  std::string out = std::string("<table><tr><th>") + (groups ? "group" : "pool") +
+                    "</th><th>instances</th><th>GPU</th><th>TP</th><th>KV blocks each</th><th>arrived</th>"
+                    "<th>finished</th><th>refused</th><th>steps</th><th>preemptions</th><th>hit rate</th><th>busy</th>"
+                    "<th>KV usage mean / max</th>" +
+                    (groups ? "<th>requests counted</th><th>TTFT p50 / p99</th>" : "") + "</tr>\n";
+  for (const PoolReport& p : pools) {
+    out += "<tr><td>" + html_escape(p.name) + "</td><td>" + std::to_string(p.instances) + "</td><td>" +
+           html_escape(p.gpu) + "</td><td>" + std::to_string(p.tp) + "</td><td>" + std::to_string(p.num_blocks) +
+           "</td><td>" + std::to_string(p.arrived) + "</td><td>" + std::to_string(p.finished) + "</td><td>" +
+           std::to_string(p.refused) + "</td><td>" + std::to_string(p.steps) + "</td><td>" +
+           std::to_string(p.preemptions) + "</td><td>" + pct(p.hit_rate) + "</td><td>" + pct(p.busy_share) +
+           "</td><td>" + pct(p.kv_usage_mean) + " / " + pct(p.kv_usage_max) + "</td>";
+    if (groups)
+      out += "<td>" + std::to_string(p.requests) + "</td><td>" + num("%.1f ms", p.ttft_ms.p50) + " / " +
+             num("%.1f ms", p.ttft_ms.p99) + "</td>";
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+// A mixed fleet (report.json's fleet.groups).
+std::string groups_section(const std::vector<PoolReport>& groups) {
+  return "<h2>Replica groups</h2>\n<p class=\"sub\">A mixed fleet behind one router: each group's replicas on "
+         "their own GPU and TP. Hit rate and TTFT are over each group's counted requests; they add up to the "
+         "fleet's.</p>\n" +
+         pools_table(groups, true);
+}
+
 // Disaggregated serving (report.json's disagg): the pools, the client's
 // TTFT in parts, and the links (the busiest first; report.json has all).
 std::string disagg_section(const DisaggReport& d) {
@@ -360,17 +398,8 @@ std::string disagg_section(const DisaggReport& d) {
                     num("%.2f ms", d.transfer_ms_mean) + " (" + num("%.2f ms", d.line_ms_mean) +
                     " alone on idle links) &middot; " + std::to_string(d.blocked) + " decode legs waited (mean " +
                     num("%.2f ms", d.blocked_ms_mean) + ")</p>\n";
-  out += "<table><tr><th>pool</th><th>instances</th><th>GPU</th><th>TP</th><th>KV blocks each</th><th>arrived</th>"
-         "<th>finished</th><th>refused</th><th>steps</th><th>preemptions</th><th>hit rate</th><th>busy</th>"
-         "<th>KV usage mean / max</th></tr>\n";
-  for (const DisaggPoolReport& p : d.pools)
-    out += "<tr><td>" + html_escape(p.name) + "</td><td>" + std::to_string(p.instances) + "</td><td>" +
-           html_escape(p.gpu) + "</td><td>" + std::to_string(p.tp) + "</td><td>" + std::to_string(p.num_blocks) +
-           "</td><td>" + std::to_string(p.arrived) + "</td><td>" + std::to_string(p.finished) + "</td><td>" +
-           std::to_string(p.refused) + "</td><td>" + std::to_string(p.steps) + "</td><td>" +
-           std::to_string(p.preemptions) + "</td><td>" + pct(p.hit_rate) + "</td><td>" + pct(p.busy_share) +
-           "</td><td>" + pct(p.kv_usage_mean) + " / " + pct(p.kv_usage_max) + "</td></tr>\n";
-  out += "</table>\n<table><tr><th>TTFT of a split request (ms)</th><th>mean</th><th>p50</th><th>p90</th><th>p95</th>"
+  out += pools_table(d.pools, false);
+  out += "<table><tr><th>TTFT of a split request (ms)</th><th>mean</th><th>p50</th><th>p90</th><th>p95</th>"
          "<th>p99</th><th>max</th></tr>\n";
   latency_tr(out, "queue (prefill pool)", d.queue_ms);
   latency_tr(out, "prefill", d.prefill_ms);
@@ -460,6 +489,7 @@ std::string render_report_html(const RunReport& r) {
            "so there is no latency, queue or throughput to show; the x axis counts requests.</p>\n";
   }
   if (r.disagg) out += disagg_section(*r.disagg);
+  if (!r.groups.empty()) out += groups_section(r.groups);
   if (!r.tiers.empty()) {
     out += "<h2>Hit rate by tier over time</h2>\n<p class=\"sub\">GPU + tiers: " +
            num("%.2f", 100.0 * r.prefix_cache.hit_rate_with_tiers) + " % (GPU alone " +

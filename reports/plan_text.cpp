@@ -84,6 +84,15 @@ void md_answer(std::ostringstream& md, const ojson& plan) {
     }
     return;
   }
+  if (answer.contains("groups")) {  // a mix: one fewer of either group
+    for (const char* group : {"first", "second"}) {
+      const ojson& fewer = answer[std::string("one_fewer_") + group + "_group"];
+      if (!fewer.is_null())
+        md << "\nOne fewer of the " << group << " group (" << plan_size_text(fewer) << ") does not meet it:\n\n"
+           << margins_md(plan, fewer);
+    }
+    return;
+  }
   if (answer["one_fewer"].is_null()) {
     md << "\nOne replica is the smallest fleet.\n";
     return;
@@ -147,6 +156,9 @@ std::string size_text_of(const Json& o) {
   if (o.contains("prefill_replicas"))
     return std::to_string(o["prefill_replicas"].template get<int64_t>()) + "P:" +
            std::to_string(o["decode_replicas"].template get<int64_t>()) + "D";
+  if (o.contains("groups") && o["groups"].size() == 2 && o["groups"][0].contains("replicas"))  // a mix: "4+2"
+    return std::to_string(o["groups"][0]["replicas"].template get<int64_t>()) + "+" +
+           std::to_string(o["groups"][1]["replicas"].template get<int64_t>());
   return o.contains("replicas") ? std::to_string(o["replicas"].template get<int64_t>()) : "-";
 }
 }  // namespace
@@ -176,6 +188,13 @@ std::string render_plan_terminal(const nlohmann::ordered_json& plan) {
         const nlohmann::ordered_json& fewer = answer[std::string("one_fewer_") + pool];
         if (!fewer.is_null())
           term += std::string("  one ") + pool + " fewer (" + plan_size_text(fewer) + "):" + margins_inline(plan, fewer) + "\n";
+      }
+    } else if (answer.contains("groups")) {
+      for (const char* group : {"first", "second"}) {
+        const nlohmann::ordered_json& fewer = answer[std::string("one_fewer_") + group + "_group"];
+        if (!fewer.is_null())
+          term += std::string("  one fewer of the ") + group + " group (" + plan_size_text(fewer) +
+                  "):" + margins_inline(plan, fewer) + "\n";
       }
     } else if (!answer["one_fewer"].is_null())
       term += "  one fewer (" + std::to_string(answer["replicas"].get<int64_t>() - 1) +

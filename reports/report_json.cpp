@@ -28,23 +28,36 @@ ojson backend_step_json(const BackendStepReport& s) {
                {"measured_ms", s.measured_ms}};
 }
 
+ojson pool_json(const PoolReport& p) {
+  return ojson{{"name", p.name},
+               {"instances", p.instances},
+               {"gpu", p.gpu},
+               {"tp", p.tp},
+               {"num_blocks", p.num_blocks},
+               {"arrived", p.arrived},
+               {"finished", p.finished},
+               {"refused", p.refused},
+               {"steps", p.steps},
+               {"preemptions", p.preemptions},
+               {"hit_rate", std::isfinite(p.hit_rate) ? ojson(p.hit_rate) : ojson(nullptr)},
+               {"busy_share", p.busy_share},
+               {"kv_usage_mean", p.kv_usage_mean},
+               {"kv_usage_max", p.kv_usage_max}};
+}
+
+// A mixed fleet's group: a pool with its requests' tokens and TTFT.
+ojson group_json(const PoolReport& p) {
+  ojson g = pool_json(p);
+  g["requests"] = p.requests;
+  g["prompt_tokens"] = p.prompt_tokens;
+  g["hit_tokens"] = p.hit_tokens;
+  g["ttft_ms"] = summary_json(p.ttft_ms);
+  return g;
+}
+
 ojson disagg_json(const DisaggReport& d) {
   ojson pools = ojson::array();
-  for (const DisaggPoolReport& p : d.pools)
-    pools.push_back(ojson{{"name", p.name},
-                          {"instances", p.instances},
-                          {"gpu", p.gpu},
-                          {"tp", p.tp},
-                          {"num_blocks", p.num_blocks},
-                          {"arrived", p.arrived},
-                          {"finished", p.finished},
-                          {"refused", p.refused},
-                          {"steps", p.steps},
-                          {"preemptions", p.preemptions},
-                          {"hit_rate", std::isfinite(p.hit_rate) ? ojson(p.hit_rate) : ojson(nullptr)},
-                          {"busy_share", p.busy_share},
-                          {"kv_usage_mean", p.kv_usage_mean},
-                          {"kv_usage_max", p.kv_usage_max}});
+  for (const PoolReport& p : d.pools) pools.push_back(pool_json(p));
   ojson links = ojson::array();
   for (const DisaggLinkReport& l : d.links)
     links.push_back(ojson{{"name", l.name},
@@ -218,6 +231,11 @@ nlohmann::ordered_json report_to_json(const RunReport& r) {
     j["fleet"] = ojson{{"replicas", r.replicas.size()},
                        {"imbalance", ojson{{"requests", r.imbalance.requests},
                                            {"prompt_tokens", r.imbalance.prompt_tokens}}}};
+    if (!r.groups.empty()) {
+      ojson groups = ojson::array();
+      for (const PoolReport& g : r.groups) groups.push_back(group_json(g));
+      j["fleet"]["groups"] = groups;
+    }
     if (r.router_view) {
       const RouterViewReport& v = *r.router_view;
       ojson view{{"decisions", v.decisions}};

@@ -221,10 +221,12 @@ struct AdmissionReport {
   double refusal_rate = 0;          // refused / offered
 };
 
-// Disaggregated prefill and decode (--prefill-replicas): report.json's
-// `disagg`. The run's TTFT is the client's; here it is split into its parts.
-struct DisaggPoolReport {
-  std::string name;  // "prefill" | "decode"
+// A pool of like instances in a fleet: a disaggregated fleet's prefill or
+// decode pool (report.json's disagg.pools), or a mixed fleet's group
+// (fleet.groups, which also carry their requests' tokens and TTFT: the
+// groups' requests and tokens add up to the fleet's).
+struct PoolReport {
+  std::string name;  // "prefill" | "decode" | a group's "GPU tp N"
   uint32_t instances = 0;
   std::string gpu;
   int tp = 1;
@@ -234,7 +236,14 @@ struct DisaggPoolReport {
   double hit_rate = kNotAvailable;  // its own lookups, at admission
   double busy_share = 0;            // step time over instances x the run's span
   double kv_usage_mean = 0, kv_usage_max = 0;
+  // Groups only: their finished requests (warm-up ones left out, as the
+  // replicas' rows count them), those requests' prompt and hit tokens (the
+  // group's hit_rate is over these) and TTFT.
+  uint64_t requests = 0, prompt_tokens = 0, hit_tokens = 0;
+  LatencySummary ttft_ms;
 };
+// Disaggregated prefill and decode (--prefill-replicas): report.json's
+// `disagg`. The run's TTFT is the client's; here it is split into its parts.
 struct DisaggLinkReport {
   std::string name;  // "prefill-0 tx", "decode-1 rx", "fabric"
   uint64_t transfers = 0, bytes = 0;
@@ -244,7 +253,7 @@ struct DisaggLinkReport {
 struct DisaggReport {
   std::string design;  // the spec with every parameter
   double link_gbps_per_gpu = 0, fabric_gbps = 0, latency_us = 0;
-  std::vector<DisaggPoolReport> pools;
+  std::vector<PoolReport> pools;
   uint64_t split = 0, local = 0, prefill_only = 0;
   uint64_t transfers = 0, transfer_blocks = 0, transfer_bytes = 0, decode_hit_blocks = 0;
   uint64_t streamed_bytes = 0;     // of transfer_bytes: during the prefill (overlap=layerwise)
@@ -328,6 +337,7 @@ struct RunReport {
   std::vector<SeriesRow> series;
   // A fleet (more than one replica): per replica, and the load imbalance.
   std::vector<ReplicaReport> replicas;
+  std::vector<PoolReport> groups;               // a mixed fleet's (--replica-groups); empty otherwise
   FleetImbalance imbalance;
   std::optional<RouterViewReport> router_view;  // only with a lag
   std::optional<AdmissionReport> admission;     // only with --admission

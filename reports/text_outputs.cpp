@@ -165,7 +165,7 @@ std::string admission_line(const AdmissionReport& a) {
 std::string disagg_lines(const DisaggReport& d, const std::string& indent) {
   std::string out = indent + "disaggregated (" + d.design + "): ";
   for (size_t i = 0; i < d.pools.size(); ++i) {
-    const DisaggPoolReport& p = d.pools[i];
+    const PoolReport& p = d.pools[i];
     out += (i ? "; " : "") + p.name + " " + std::to_string(p.instances) + " x " + p.gpu + " TP " +
            std::to_string(p.tp) + " (busy " + pct(p.busy_share) + ", hit " + pct(p.hit_rate) + ", KV max " +
            pct(p.kv_usage_max) + ")";
@@ -185,6 +185,16 @@ std::string disagg_lines(const DisaggReport& d, const std::string& indent) {
          std::to_string(d.local) + " requests prefilled on their decode instance\n";
   return out;
 }
+// A mixed fleet's groups, one line each.
+std::string group_lines(const std::vector<PoolReport>& groups, const std::string& indent) {
+  std::string out;
+  for (const PoolReport& g : groups)
+    out += indent + "group " + std::to_string(g.instances) + " x " + g.gpu + " TP " + std::to_string(g.tp) + " (" +
+           std::to_string(g.num_blocks) + " KV blocks each): " + std::to_string(g.requests) + " requests, hit " +
+           pct(g.hit_rate) + ", TTFT p50 " + duration_text(g.ttft_ms.p50) + ", p99 " + duration_text(g.ttft_ms.p99) +
+           ", busy " + pct(g.busy_share) + ", KV max " + pct(g.kv_usage_max) + "\n";
+  return out;
+}
 }  // namespace
 
 std::string render_summary_md(const RunReport& r) {
@@ -197,7 +207,9 @@ std::string render_summary_md(const RunReport& r) {
          " output tokens\n";
   if (r.admission) out += "- " + admission_line(*r.admission) + "\n";
   if (r.disagg) out += disagg_lines(*r.disagg, "- ");
-  out += std::string("- KV cache") + (r.replicas.empty() ? "" : " (per replica)") + ": " +
+  out += group_lines(r.groups, "- ");
+  out += std::string("- KV cache") + (r.groups.empty() ? "" : " (the first group's)") +
+         (r.replicas.empty() ? "" : " (per replica)") + ": " +
          std::to_string(r.kv_cache.num_blocks) + " blocks of " +
          std::to_string(r.kv_cache.block_size) + " tokens = " + std::to_string(r.kv_cache.capacity_tokens) +
          " tokens";
@@ -322,6 +334,7 @@ std::string render_terminal_summary(const RunReport& r) {
   }
   if (r.admission) out += "  " + admission_line(*r.admission) + "\n";
   if (r.disagg) out += disagg_lines(*r.disagg, "  ");
+  out += group_lines(r.groups, "  ");
   if (r.backend) {
     const BackendReport& b = *r.backend;
     out += "  backend " + b.kind + " (" + b.shape + "): " + std::to_string(b.steps) + " steps, " +

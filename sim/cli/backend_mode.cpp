@@ -52,6 +52,8 @@ std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Sc
   cfg.kind = vm["backend"].as<std::string>();
   if (cfg.kind != "cpu" && cfg.kind != "gpu") throw InputError("--backend: '" + cfg.kind + "' is not cpu or gpu");
   if (s.mode != "engine") throw InputError("--backend: only engine mode schedules batches (cache mode has none)");
+  if (mixed_fleet(s))
+    throw InputError("--backend: runs one model shape over pools of one size; not with --replica-groups");
   const std::string shape_name = vm.count("backend-shape") ? vm["backend-shape"].as<std::string>()
                                                            : default_shape(cfg.kind, model, s.tp);
   const gpu::ModelShape* shape = gpu::find_model_shape(shape_name);

@@ -6,12 +6,16 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <optional>
+#include <string_view>
 #include <iostream>
 
 #include "reports/outputs.h"
 #include "reports/plan_text.h"
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
+#include "sim/base/text_fields.h"
+#include "sim/cost/catalog.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/fleet/router.h"
@@ -27,10 +31,13 @@ po::options_description plan_flags() {
       ("tp", po::value<std::string>()->default_value("1,2,4,8"), "tensor-parallel sizes to try")
       ("prefill-tp", po::value<std::string>(), "split fleets: the prefill pool's TPs to try (default: --tp's)")
       ("decode-tp", po::value<std::string>(), "split fleets: the decode pool's TPs to try (default: --tp's)")
+      ("replica-groups", po::value<std::string>(),
+       "a mixed fleet of two groups, \"GPU[:tp=N];GPU[:tp=N]\": each group's count is searched (no x=)")
       ("max-replicas", po::value<int64_t>()->default_value(64), "the largest fleet to try per shape")
       ("routers", po::value<std::string>(), "also run these routers at the answer, to compare: a,b,...")
-      ("gpu-cost", po::value<double>(), "price of one GPU-hour (default: the GPU catalog's cost_per_hour; "
-                                        "without either, cost = number of GPUs)")
+      ("gpu-cost", po::value<std::string>(), "price of one GPU-hour, or each GPU's: h100-sxm-80gb=2.99,a100-80gb=1.49 "
+                                             "(default: the GPU catalog's cost_per_hour; without either, cost = number "
+                                             "of GPUs)")
       ("threads", po::value<int>()->default_value(0), "fleet shapes searched at once (default: one per core)")
       ("quiet", "print nothing on success");
   for (const PlanDimension* d : plan_dimensions()) {
@@ -45,7 +52,8 @@ po::options_description plan_flags() {
 const char* const kUsage =
     "prefixsim plan TRACE --slo ttft_p99=2s[,hit_rate>=0.5] [--model M --gpu G] [--tp 1,2,4,8]\n"
     "               [--router R] [--routers a,b] [--gpu-cost C] [--requests N] [--out DIR]\n"
-    "               [--prefill-tp 4,8 --decode-tp 8 --disagg D --kv-link-gbps G]";
+    "               [--prefill-tp 4,8 --decode-tp 8 --disagg D --kv-link-gbps G]\n"
+    "               [--replica-groups \"h100-sxm-80gb:tp=1;a100-80gb:tp=2\"]";
 const char* const kDescription =
     "Finds the cheapest fleet (replicas x TP) of --model on --gpu that meets the SLO when\n"
     "it serves TRACE, in engine mode: for every TP, the fewest replicas meeting it, by doubling\n"
@@ -62,6 +70,10 @@ const char* const kDescription =
     "bisection, then the fewest decode instances, then along the staircase both ways (more\n"
     "prefill and fewer decode, fewer prefill and more decode) as far as a fleet could still\n"
     "cost less; --max-replicas bounds each pool.\n\n"
+    "Mixed fleets: --replica-groups \"GPU[:tp=N];GPU[:tp=N]\" (two groups, tp default --tp)\n"
+    "adds each group's server alone (an aggregated shape, where --gpu and --tp do not give it)\n"
+    "and the two together behind --router, searched over each group's count as the split\n"
+    "search does; each group is priced by its own GPU.\n\n"
     "SLO terms: ttft_mean, ttft_p50, ttft_p90, ttft_p99, queue_p99, e2e_p99, tpot_p50, tpot_p99\n"
     "with <= (or =) and a value in s or ms; hit_rate, block_hit_rate with >= (or =) and a\n"
     "fraction or a percentage;\n"
@@ -86,6 +98,28 @@ bool split_asked(const po::variables_map& vm) {
   return false;
 }
 
+// --gpu-cost: one price for every GPU, or NAME=PRICE for each named one.
+void gpu_costs(const std::string& text, PlanOptions& o) {
+  const auto price = [](const std::string& v) {
+    const std::optional<double> x = to_number<double>(trim(v));
+    if (!x || !(*x > 0 && *x < 1e9)) throw InputError("--gpu-cost: '" + v + "' is not a positive price per GPU-hour");
+    return *x;
+  };
+  if (text.find('=') == std::string::npos) {
+    o.gpu_cost = price(text);
+    return;
+  }
+  for (const std::string_view item : split_commas(text)) {
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      throw InputError("--gpu-cost: '" + std::string(item) + "' is not NAME=PRICE");
+    const std::string name(trim(item.substr(0, eq)));
+    find_gpu(name, "--gpu-cost");
+    if (!o.gpu_costs.emplace(name, price(std::string(trim(item.substr(eq + 1))))).second)
+      throw InputError("--gpu-cost: " + name + " is priced twice");
+  }
+}
+
 // The search's flags: TPs, fleet size, routers, prices and dimensions.
 void search_options(const po::variables_map& vm, PlanOptions& o) {
   o.tps = tp_list("--tp", vm["tp"].as<std::string>());
@@ -96,6 +130,14 @@ void search_options(const po::variables_map& vm, PlanOptions& o) {
     o.decode_tps = tp_list("--decode-tp", vm.count("decode-tp") ? vm["decode-tp"].as<std::string>() : all);
     o.split_tps_given = vm.count("prefill-tp") || vm.count("decode-tp") || o.tps_given;
   }
+  if (vm.count("replica-groups")) {
+    const std::string spec = vm["replica-groups"].as<std::string>();
+    o.mix = parse_replica_groups(spec, o.base.tp);
+    if (o.mix.size() != 2)
+      throw InputError("--replica-groups: plan searches a mix of two groups, got " + std::to_string(o.mix.size()));
+    if (spec.find("x=") != std::string::npos)
+      throw InputError("--replica-groups: plan searches each group's replicas; give no x=");
+  }
   o.max_replicas = vm["max-replicas"].as<int64_t>();
   if (o.max_replicas < 1 || o.max_replicas > 4096) throw InputError("--max-replicas: must be in [1, 4096]");
   if (vm.count("routers")) {
@@ -104,10 +146,7 @@ void search_options(const po::variables_map& vm, PlanOptions& o) {
   }
   make_router(o.base.router, RouterContext{});
   o.threads = resolve_threads(vm);
-  if (vm.count("gpu-cost")) {
-    o.gpu_cost = vm["gpu-cost"].as<double>();
-    if (!(*o.gpu_cost > 0 && *o.gpu_cost < 1e9)) throw InputError("--gpu-cost: must be a positive price per GPU-hour");
-  }
+  if (vm.count("gpu-cost")) gpu_costs(vm["gpu-cost"].as<std::string>(), o);
   // Extra dimensions: their values (default: 0 only) and prices.
   for (const PlanDimension* d : plan_dimensions()) {
     const std::string flag = std::string("--") + d->flag;

@@ -69,7 +69,7 @@ void check_replay_outputs(const po::variables_map& vm, const Scenario& s) {
       if (same_path(steps_path, s.out + "/" + name))
         throw InputError("--steps-out: " + steps_path + " is --out's " + name + "; write the steps elsewhere");
     if (s.mode != "engine") throw InputError("--steps-out: only engine mode schedules steps (cache mode has none)");
-    if (s.replicas > 1) throw InputError("--steps-out: writes one replica's batches; run it with --replicas 1");
+    if (fleet_replicas(s) > 1) throw InputError("--steps-out: writes one replica's batches; run it with --replicas 1");
   }
 }
 

@@ -78,6 +78,7 @@ class PromisedView final : public FleetView {
   double kv_usage(uint32_t i) const override { return pool_.kv_usage(i); }
   int64_t queued_prompt_tokens(uint32_t i) const override { return pool_.queued_prompt_tokens(i); }
   int64_t active_blocks(uint32_t i) const override { return pool_.active_blocks(i); }
+  int64_t capacity_blocks(uint32_t i) const override { return pool_.capacity_blocks(i); }
   size_t cached_prefix_blocks(uint32_t i, std::span<const BlockHash> p) const override {
     return pool_.cached_prefix_blocks(i, p);
   }

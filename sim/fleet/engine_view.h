@@ -40,6 +40,7 @@ class EngineFleetView final : public FleetView {
   int64_t active_blocks(uint32_t i) const override {
     return samples_.empty() ? live_active_blocks(i) : samples_[i].active_blocks;
   }
+  int64_t capacity_blocks(uint32_t i) const override { return replicas_[i]->kv().pool().num_usable(); }
   // Takes the load sample the router reads until the next one.
   void sample() {
     for (uint32_t i = 0; i < samples_.size(); ++i) {

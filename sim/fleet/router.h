@@ -42,6 +42,12 @@ class FleetView {
   virtual int64_t queued_prompt_tokens(uint32_t i) const = 0;
   // KV blocks held by replica i's running requests.
   virtual int64_t active_blocks(uint32_t i) const = 0;
+  // Replica i's KV pool in blocks (vLLM's num_gpu_blocks, which a router
+  // reads from its cache config): what the capacity-aware rules weigh a
+  // replica's load by in a mixed fleet. Equal for every replica of a
+  // uniform fleet, where those rules are the plain ones; a view that does
+  // not know the pools says 1 for each.
+  virtual int64_t capacity_blocks(uint32_t) const { return 1; }
   // Leading blocks of `prompt` (full-block hashes, in order) cached on
   // replica i. Nothing is touched: the look does not count as a use.
   virtual size_t cached_prefix_blocks(uint32_t i, std::span<const BlockHash> prompt) const = 0;
@@ -73,7 +79,9 @@ class Router {
 struct RouterContext {
   uint32_t replicas = 1;
   int32_t block_size = 16;
-  int64_t pool_blocks = 0;  // each replica's KV pool, in blocks
+  int64_t pool_blocks = 0;            // each replica's KV pool, in blocks ...
+  std::vector<int64_t> replica_blocks;  // ... or, in a mixed fleet, replica i's (by replica)
+  int64_t blocks_of(uint32_t i) const { return replica_blocks.empty() ? pool_blocks : replica_blocks[i]; }
 };
 
 struct RouterInfo {
@@ -99,7 +107,12 @@ std::unique_ptr<Router> make_kv_aware_router(SpecParams&, const RouterContext&);
 std::unique_ptr<Router> make_llm_d_router(SpecParams&, const RouterContext&);
 
 // The replica with the least load, ties to the lowest index (the rule
-// least-loaded uses, and the fallback of the prefix-aware routers).
+// least-loaded uses, and the fallback of the prefix-aware routers). Load is
+// weighed by capacity: the fewest requests per KV block (capacity_blocks),
+// compared exactly (load_i x capacity_j < load_j x capacity_i), which is the
+// fewest requests when the pools are alike.
 uint32_t least_loaded_replica(const FleetView& fleet);
+// Whether replica a carries less load per KV block than replica b.
+bool less_loaded(const FleetView& fleet, uint32_t a, uint32_t b);
 
 }  // namespace prefixsim

@@ -15,7 +15,10 @@
 //
 // Differences: Dynamo counts a worker's pending prefill from its own
 // predictions until the first token; here it is the prompt tokens of
-// requests queued on the replica and not admitted yet.
+// requests queued on the replica and not admitted yet. In a mixed fleet
+// (--replica-groups) a block is a smaller share of a larger pool, so the
+// decode term is weighed by the fleet's mean pool over replica i's
+// (capacity_blocks): exactly 1, and Dynamo's logit, when the pools are alike.
 #include <cmath>
 #include <vector>
 
@@ -36,11 +39,15 @@ class KvAwareRouter final : public Router {
     const int64_t prompt = q.request->prompt_len;
     const int64_t request_blocks = (prompt + q.block_size - 1) / q.block_size;
     logits_.resize(fleet.size());
+    double mean_pool = 0;  // a sum of equal integers over their count: exactly each one
+    for (uint32_t i = 0; i < fleet.size(); ++i) mean_pool += static_cast<double>(fleet.capacity_blocks(i));
+    mean_pool /= fleet.size();
     double max_logit = 0;
     for (uint32_t i = 0; i < fleet.size(); ++i) {
       const auto overlap = static_cast<int64_t>(fleet.cached_prefix_blocks(i, q.prompt_blocks));
       const double prefill = static_cast<double>(fleet.queued_prompt_tokens(i) + prompt - overlap * q.block_size) / bs;
-      const double decode = static_cast<double>(fleet.active_blocks(i) + request_blocks - overlap);
+      const double decode = static_cast<double>(fleet.active_blocks(i) + request_blocks - overlap) *
+                            (mean_pool / static_cast<double>(fleet.capacity_blocks(i)));
       logits_[i] = weight_ * prefill + decode;
       max_logit = std::max(max_logit, logits_[i]);
     }

@@ -3,7 +3,10 @@
 // queue scorer of llm-d's inference scheduler, without any cache affinity.
 // It reads the engines' reported load, so --router-scrape-ms applies to it
 // (as to llm-d's queue scorer); SGLang's shortest queue counts its own
-// dispatches, which is this router with a period of 0.
+// dispatches, which is this router with a period of 0. In a mixed fleet
+// (--replica-groups) load is weighed by each replica's KV pool: the fewest
+// requests per block, so a replica with four times the blocks takes four
+// times the requests before it counts as busier (least_loaded_replica).
 #include "sim/fleet/router.h"
 
 namespace prefixsim {

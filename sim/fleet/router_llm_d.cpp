@@ -39,6 +39,9 @@
 // as the EPP's refreshMetricsInterval (50 ms) does; no
 // filters or saturation detector (every pod is a candidate, nothing shed);
 // one KV tier (GPU, weight 1.0), so the CPU tier's 0.8 weight never applies.
+// In a mixed fleet (--replica-groups) each pod's approximate LRU holds its
+// own num_gpu_blocks and kv-util is already a share of each pod's pool;
+// queue and running stay counts, as llm-d's scorers read them.
 #include <algorithm>
 #include <string>
 #include <unordered_map>
@@ -74,9 +77,9 @@ class LlmDRouter final : public Router {
   LlmDRouter(const Profile& profile, const RouterContext& ctx, uint64_t seed)
       : p_(profile), state_(mix64(seed ^ 0x6c6c6d2d64ULL)) {
     if (p_.prefix > 0) {
-      const auto capacity = static_cast<int32_t>(std::clamp<int64_t>(ctx.pool_blocks, 1, INT32_MAX));
       approx_.reserve(ctx.replicas);
-      for (uint32_t i = 0; i < ctx.replicas; ++i) approx_.emplace_back(capacity);
+      for (uint32_t i = 0; i < ctx.replicas; ++i)
+        approx_.emplace_back(static_cast<int32_t>(std::clamp<int64_t>(ctx.blocks_of(i), 1, INT32_MAX)));
     }
   }
   bool needs_prompt_blocks() const override { return p_.precise > 0 || p_.prefix > 0; }

@@ -17,10 +17,13 @@
 //  - SGLang trims each tree to max_tree_size nodes every eviction_interval
 //    seconds (its nodes are string segments, so the bound is loose); here a
 //    tree of max_tree_blocks evicts its least recently used block at insert.
-//    The default, 4 x the replica's KV pool, keeps the tree an
+//    The default, 4 x the replica's KV pool (each its own in a mixed
+//    fleet), keeps the tree an
 //    approximation of that cache: a far larger tree routes by prefixes the
 //    replica evicted long ago, and costs memory for nothing;
 //  - ties in the longest match go to the less loaded, then the lower id.
+// In a mixed fleet the balance rule stays SGLang's, in requests (its router
+// does not know the workers' sizes); only the trees follow the pools.
 #include <algorithm>
 
 #include "sim/fleet/prefix_set.h"
@@ -31,10 +34,10 @@ namespace {
 
 class PrefixRouter final : public Router {
  public:
-  PrefixRouter(uint32_t replicas, double threshold, int64_t balance_abs, double balance_rel, int32_t max_blocks)
+  PrefixRouter(const std::vector<int32_t>& max_blocks, double threshold, int64_t balance_abs, double balance_rel)
       : threshold_(threshold), balance_abs_(balance_abs), balance_rel_(balance_rel) {
-    trees_.reserve(replicas);
-    for (uint32_t i = 0; i < replicas; ++i) trees_.emplace_back(max_blocks);
+    trees_.reserve(max_blocks.size());
+    for (const int32_t m : max_blocks) trees_.emplace_back(m);
   }
   bool needs_prompt_blocks() const override { return true; }
 
@@ -83,9 +86,13 @@ std::unique_ptr<Router> make_prefix_router(SpecParams& p, const RouterContext& c
   const double threshold = p.get_double_in("cache_threshold", 0.3, 0.0, 1.0);
   const auto balance_abs = static_cast<int64_t>(p.get_double_in("balance_abs", 64, 0, 1e9));
   const double balance_rel = p.get_double_in("balance_rel", 1.5, 1.0, 1e9);
-  const double pool4 = 4.0 * static_cast<double>(std::max<int64_t>(ctx.pool_blocks, 1024));
-  const auto max_blocks = static_cast<int32_t>(p.get_double_in("max_tree_blocks", std::min(pool4, 1e9), 1, 1e9));
-  return std::make_unique<PrefixRouter>(ctx.replicas, threshold, balance_abs, balance_rel, max_blocks);
+  auto pool4 = [&](uint32_t i) { return std::min(4.0 * static_cast<double>(std::max<int64_t>(ctx.blocks_of(i), 1024)), 1e9); };
+  const bool given = p.values().count("max_tree_blocks") > 0;
+  const auto fixed = static_cast<int32_t>(p.get_double_in("max_tree_blocks", pool4(0), 1, 1e9));
+  std::vector<int32_t> max_blocks(ctx.replicas, fixed);
+  if (!given)
+    for (uint32_t i = 0; i < ctx.replicas; ++i) max_blocks[i] = static_cast<int32_t>(pool4(i));
+  return std::make_unique<PrefixRouter>(max_blocks, threshold, balance_abs, balance_rel);
 }
 
 }  // namespace prefixsim

@@ -45,10 +45,16 @@ std::unique_ptr<Router> make_router(std::string_view spec, const RouterContext& 
   throw InputError("--router: unknown router '" + parsed.name + "' (known: " + router_names() + ")");
 }
 
+bool less_loaded(const FleetView& fleet, uint32_t a, uint32_t b) {
+  // Cross-multiplied in 128 bits: exact, with no division and no overflow.
+  return static_cast<unsigned __int128>(fleet.load(a)) * static_cast<uint64_t>(fleet.capacity_blocks(b)) <
+         static_cast<unsigned __int128>(fleet.load(b)) * static_cast<uint64_t>(fleet.capacity_blocks(a));
+}
+
 uint32_t least_loaded_replica(const FleetView& fleet) {
   uint32_t best = 0;
   for (uint32_t i = 1; i < fleet.size(); ++i)
-    if (fleet.load(i) < fleet.load(best)) best = i;
+    if (less_loaded(fleet, i, best)) best = i;
   return best;
 }
 

@@ -66,16 +66,13 @@ class PointObserver final : public EngineObserver {
 
 void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedScenario& resolved,
                       const std::string& spec, const PolicyContext& ctx, int64_t num_blocks, PointResult& out) {
-  // Disaggregated: num_blocks is the scenario's server's (compare's size
-  // axis), so a pool of that server takes it; a pool on its own GPU or TP is
-  // sized by them.
-  std::vector<FleetPool> sized;
-  if (disaggregated(s)) {
-    sized = disagg_pools(s, resolved);
-    for (FleetPool& p : sized)
-      if (p.scenario.gpu == s.gpu && p.scenario.tp == s.tp) p.kv.num_blocks = num_blocks;
-  }
-  Fleet fleet = disaggregated(s) ? Fleet(s, sized, spec, ctx) : Fleet(s, resolved, num_blocks, spec, ctx);
+  // Disaggregated or mixed: num_blocks is the scenario's server's
+  // (compare's size axis), so a pool of that server takes it; a pool on its
+  // own GPU or TP is sized by them.
+  std::vector<FleetPool> sized = fleet_pools(s, resolved);
+  for (FleetPool& p : sized)
+    if (p.scenario.gpu == s.gpu && p.scenario.tp == s.tp) p.kv.num_blocks = num_blocks;
+  Fleet fleet = sized.empty() ? Fleet(s, resolved, num_blocks, spec, ctx) : Fleet(s, sized, spec, ctx);
   fleet.add_tiers(scenario_tiers(s, *resolved.model));
   std::vector<const BlockPool*> pools;
   for (const auto& r : fleet.replicas) pools.push_back(&r->pool);
@@ -106,8 +103,8 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
     r.hit_rate = r.prompt_tokens ? static_cast<double>(r.hit_tokens) / static_cast<double>(r.prompt_tokens) : 0;
     r.output_tokens = static_cast<int64_t>(obs.counted.output_tokens);
   }
-  if (s.replicas > 1) {
-    obs.per_replica.resize(static_cast<size_t>(s.replicas));
+  if (fleet_replicas(s) > 1) {
+    obs.per_replica.resize(static_cast<size_t>(fleet_replicas(s)));
     out.imbalance = res.finished ? max_over_mean(obs.per_replica) : NAN;
   }
   out.ttft = obs.ttft.summary_ms();

@@ -113,6 +113,7 @@ void ReplayCollector::on_request_finished(const RequestRecord& r) {
     at_admission.replicas[r.replica].hit_tokens += static_cast<uint64_t>(r.hit_tokens);
     ReplicaAcc& a = replicas_[r.replica];
     a.ttft.add(static_cast<double>(r.ttft()) / kNsPerS);
+    if (!group_of_.empty()) group_ttft_[group_of_[r.replica]].add(static_cast<double>(r.ttft()) / kNsPerS);
     ++a.finished;
     a.prompt += static_cast<uint64_t>(r.prompt_tokens);
     a.hit += static_cast<uint64_t>(r.hit_tokens);
@@ -280,35 +281,66 @@ void ReplayCollector::fill_disagg(RunReport& report, const std::vector<EngineRes
   pc.queried_tokens = client_prompt_;
   pc.hit_tokens = client_hit_;
   pc.hit_rate = client_prompt_ ? static_cast<double>(client_hit_) / static_cast<double>(client_prompt_) : kNotAvailable;
-  const double span = static_cast<double>(this->span());
-  for (size_t k = 0; k < d.pools.size(); ++k) {
-    DisaggPoolReport& p = d.pools[k];
-    const size_t from = k == 0 ? 0 : num_prefill, to = k == 0 ? num_prefill : results.size();
-    uint64_t prompt = 0, hit = 0;
-    double busy = 0, usage = 0;
-    for (size_t i = from; i < to; ++i) {
-      const EngineResult& e = results[i];
-      p.arrived += e.arrived;
-      p.finished += e.finished;
-      p.refused += e.refused;
-      p.steps += e.steps;
-      p.preemptions += e.preemptions;
-      prompt += e.admitted_prompt_tokens;
-      hit += e.admitted_hit_tokens;
-      if (i < replicas_.size()) {
-        busy += replicas_[i].busy_time;
-        usage += replicas_[i].usage_time;
-        p.kv_usage_max = std::max(p.kv_usage_max, replicas_[i].usage_max);
-      }
-    }
-    p.hit_rate = prompt ? static_cast<double>(hit) / static_cast<double>(prompt) : kNotAvailable;
-    p.busy_share = busy / (span * static_cast<double>(to - from));
-    p.kv_usage_mean = busy > 0 ? usage / busy : 0;
-  }
+  for (size_t k = 0; k < d.pools.size(); ++k)
+    fill_pool(d.pools[k], results, k == 0 ? 0 : num_prefill, k == 0 ? num_prefill : results.size());
   d.queue_ms = part_queue_.summary_ms();
   d.prefill_ms = part_prefill_.summary_ms();
   d.transfer_ms = part_transfer_.summary_ms();
   d.first_decode_ms = part_first_decode_.summary_ms();
+}
+
+void ReplayCollector::fill_pool(PoolReport& p, const std::vector<EngineResult>& results, size_t from,
+                                size_t to) const {
+  uint64_t prompt = 0, hit = 0;
+  double busy = 0, usage = 0;
+  for (size_t i = from; i < to; ++i) {
+    const EngineResult& e = results[i];
+    p.arrived += e.arrived;
+    p.finished += e.finished;
+    p.refused += e.refused;
+    p.steps += e.steps;
+    p.preemptions += e.preemptions;
+    prompt += e.admitted_prompt_tokens;
+    hit += e.admitted_hit_tokens;
+    if (i < replicas_.size()) {
+      busy += replicas_[i].busy_time;
+      usage += replicas_[i].usage_time;
+      p.kv_usage_max = std::max(p.kv_usage_max, replicas_[i].usage_max);
+    }
+  }
+  p.hit_rate = prompt ? static_cast<double>(hit) / static_cast<double>(prompt) : kNotAvailable;
+  p.busy_share = busy / (static_cast<double>(span()) * static_cast<double>(to - from));
+  p.kv_usage_mean = busy > 0 ? usage / busy : 0;
+}
+
+void ReplayCollector::set_groups(const std::vector<uint32_t>& ends) {
+  group_ends_ = ends;
+  group_of_.assign(replicas_.size(), 0);
+  group_ttft_.clear();
+  uint32_t from = 0;
+  for (size_t k = 0; k < ends.size(); ++k) {
+    for (uint32_t i = from; i < ends[k] && i < group_of_.size(); ++i) group_of_[i] = static_cast<uint32_t>(k);
+    group_ttft_.emplace_back(vllm_ttft_buckets(), kExactSamples);
+    from = ends[k];
+  }
+}
+
+void ReplayCollector::fill_groups(RunReport& report, const std::vector<EngineResult>& results) const {
+  uint32_t from = 0;
+  for (size_t k = 0; k < group_ends_.size() && k < report.groups.size(); ++k) {
+    PoolReport& g = report.groups[k];
+    fill_pool(g, results, from, group_ends_[k]);
+    // The finished requests' tokens, as the replicas' rows count them (the
+    // fleet's hit rate is over the same requests).
+    for (uint32_t i = from; i < group_ends_[k] && i < replicas_.size(); ++i) {
+      g.requests += replicas_[i].finished;
+      g.prompt_tokens += replicas_[i].prompt;
+      g.hit_tokens += replicas_[i].hit;
+    }
+    g.hit_rate = g.prompt_tokens ? static_cast<double>(g.hit_tokens) / static_cast<double>(g.prompt_tokens) : kNotAvailable;
+    g.ttft_ms = group_ttft_[k].summary_ms();
+    from = group_ends_[k];
+  }
 }
 
 bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {

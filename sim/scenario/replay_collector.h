@@ -47,6 +47,12 @@ class ReplayCollector final : public EngineObserver {
   // are the prefill pool) and the TTFT's parts, into report.disagg (whose
   // design, pools' names, GPUs, TPs and sizes the caller set).
   void fill_disagg(RunReport& report, const std::vector<EngineResult>& results, uint32_t num_prefill) const;
+  // A mixed fleet: group k is replicas [ends[k - 1], ends[k]) (from 0).
+  // Call before the run: it keeps each group's TTFT.
+  void set_groups(const std::vector<uint32_t>& ends);
+  // Their figures into report.groups (whose names, GPUs, TPs and sizes the
+  // caller set, one per group).
+  void fill_groups(RunReport& report, const std::vector<EngineResult>& results) const;
   // Verify every replica's pool (by replica index) after each of its steps
   // (--check-invariants); InternalError on a violation.
   void check_pools(std::vector<const BlockPool*> pools) { check_pools_ = std::move(pools); }
@@ -106,6 +112,11 @@ class ReplayCollector final : public EngineObserver {
     int64_t used_blocks = 0;
   };
   std::vector<ReplicaAcc> replicas_;  // empty for one replica
+  // A mixed fleet's groups: their replicas' ranges and TTFT.
+  std::vector<uint32_t> group_ends_, group_of_;  // group_of_: by replica
+  std::vector<LatencyAccumulator> group_ttft_;
+  // Pool figures of replicas [from, to) (a disaggregated pool, a group).
+  void fill_pool(PoolReport& p, const std::vector<EngineResult>& results, size_t from, size_t to) const;
   // The fleet's state: sums of every replica's latest, in integers (exact),
   // updated as each step changes one replica rather than re-added over the
   // fleet per step. Its usage is the blocks in use over every pool's blocks.

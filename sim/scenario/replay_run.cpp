@@ -103,6 +103,17 @@ std::unique_ptr<StepsWriter> open_steps(const ReplaySetup& setup, const std::str
   return std::make_unique<StepsWriter>(o.steps_out, setup.resolved.model->name, s.tp, s.block_size, source);
 }
 
+// A pool's name, size and server; the collector adds its figures.
+PoolReport pool_report_head(const FleetPool& pool, const std::string& name) {
+  PoolReport p;
+  p.name = name;
+  p.instances = static_cast<uint32_t>(pool.scenario.replicas);
+  p.gpu = pool.resolved.gpu->name;
+  p.tp = pool.scenario.tp;
+  p.num_blocks = pool.kv.num_blocks;
+  return p;
+}
+
 // Disaggregated: what the fleet and the coordinator know (the collector adds
 // the pools' figures and the TTFT's parts). `span`: the collector's.
 DisaggReport disagg_report_head(const Fleet& fleet, const ReplaySetup& setup, TimeNs span) {
@@ -113,15 +124,7 @@ DisaggReport disagg_report_head(const Fleet& fleet, const ReplaySetup& setup, Ti
   d.link_gbps_per_gpu = s.kv_link_gbps;
   d.fabric_gbps = s.kv_fabric_gbps;
   d.latency_us = s.kv_link_latency_us;
-  for (size_t k = 0; k < setup.pools.size(); ++k) {
-    DisaggPoolReport p;
-    p.name = k == 0 ? "prefill" : "decode";
-    p.instances = static_cast<uint32_t>(setup.pools[k].scenario.replicas);
-    p.gpu = setup.pools[k].resolved.gpu->name;
-    p.tp = setup.pools[k].scenario.tp;
-    p.num_blocks = setup.pools[k].kv.num_blocks;
-    d.pools.push_back(p);
-  }
+  for (size_t k = 0; k < setup.pools.size(); ++k) d.pools.push_back(pool_report_head(setup.pools[k], k == 0 ? "prefill" : "decode"));
   d.split = st.split;
   d.local = st.local;
   d.prefill_only = st.prefill_only;
@@ -192,6 +195,7 @@ void run_engine_mode(const ReplaySetup& setup, const PolicyContext& pctx, IdealH
   std::vector<int64_t> usable;  // each replica's pool
   for (const auto& r : fleet.replicas) usable.push_back(r->pool.num_usable());
   ReplayCollector collector(s.block_size, s.series_interval_s, o.progress, usable);
+  if (!fleet.group_ends.empty()) collector.set_groups(fleet.group_ends);
   fleet.set_observer(&collector);
   fleet.add_tiers(setup.tiers);
   if (o.backend) o.backend->attach(fleet);
@@ -211,6 +215,11 @@ void run_engine_mode(const ReplaySetup& setup, const PolicyContext& pctx, IdealH
   if (fleet.num_prefill > 0) {
     out.report.disagg = disagg_report_head(fleet, setup, collector.span());
     collector.fill_disagg(out.report, fres.replicas, fleet.num_prefill);
+  }
+  if (!fleet.group_ends.empty()) {
+    for (const FleetPool& g : setup.pools)
+      out.report.groups.push_back(pool_report_head(g, g.resolved.gpu->name + " tp" + std::to_string(g.scenario.tp)));
+    collector.fill_groups(out.report, fres.replicas);
   }
   out.report.timed->load.time_scale = setup.resolved.time_scale;
   if (s.check_invariants) {
@@ -247,21 +256,14 @@ ReplaySetup prepare_replay(const Scenario& s) {
   validate(s);
   ReplaySetup setup{s, resolve_scenario(s), {}, {}, {}};
   setup.tiers = scenario_tiers(s, *setup.resolved.model);
-  if (!disaggregated(s)) {
+  setup.pools = fleet_pools(s, setup.resolved);
+  if (setup.pools.empty()) {
     setup.kv = size_kv_pool(kv_sizing_input(s, setup.resolved));
     check_run_fits_memory(run_blocks(s, setup.kv, setup.tiers), "--replicas");
     return setup;
   }
-  setup.pools = disagg_pools(s, setup.resolved);
-  RunBlocks all;
-  all.replicas = 0;
-  for (const FleetPool& p : setup.pools) {
-    const RunBlocks b = run_blocks(p.scenario, p.kv, setup.tiers);
-    all.replicas += b.replicas;
-    all.parts.insert(all.parts.end(), b.parts.begin(), b.parts.end());
-  }
   setup.kv = setup.pools[0].kv;
-  check_run_fits_memory(all, "--prefill-replicas/--decode-replicas");
+  check_run_fits_memory(run_blocks(setup.pools, setup.tiers), fleet_size_flag(s));
   return setup;
 }
 

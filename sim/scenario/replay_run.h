@@ -39,9 +39,9 @@ class ReplayBackendHooks {
 struct ReplaySetup {
   Scenario scenario;
   ResolvedScenario resolved;
-  KvSizing kv;                  // disaggregated: the prefill pool's
+  KvSizing kv;                  // disaggregated: the prefill pool's; mixed: the first group's
   std::vector<TierSpec> tiers;
-  std::vector<FleetPool> pools;  // disaggregated: prefill, decode; empty otherwise
+  std::vector<FleetPool> pools;  // disaggregated: prefill, decode; mixed: the groups; empty otherwise
 };
 
 // Every refusal (InputError, exit 2) a scenario can get before its run.

@@ -29,6 +29,22 @@ RunBlocks run_blocks(const Scenario& s, const KvSizing& pool, const std::vector<
   return b;
 }
 
+RunBlocks run_blocks(const std::vector<FleetPool>& pools, const std::vector<TierSpec>& tiers) {
+  RunBlocks all;
+  all.replicas = 0;
+  for (const FleetPool& p : pools) {
+    const RunBlocks b = run_blocks(p.scenario, p.kv, tiers);
+    all.replicas += b.replicas;
+    all.parts.insert(all.parts.end(), b.parts.begin(), b.parts.end());
+  }
+  return all;
+}
+
+std::string fleet_size_flag(const Scenario& s) {
+  if (disaggregated(s)) return "--prefill-replicas/--decode-replicas";
+  return mixed_fleet(s) ? "--replica-groups" : "--replicas";
+}
+
 void check_run_fits_memory(const RunBlocks& b, const std::string& replicas_flag, double limit_bytes) {
   if (limit_bytes <= 0) return;  // unknown: nothing to check against
   const double total = b.total();

@@ -16,6 +16,7 @@
 #include "sim/kv/block_pool.h"
 #include "sim/scenario/kv_tiers.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/scenario_run.h"
 
 namespace prefixsim {
 
@@ -35,6 +36,12 @@ struct RunBlocks {
 // the tiers `tiers` (resolved: sizes in blocks). An unbounded tier counts
 // nothing: it holds only what the trace brings.
 RunBlocks run_blocks(const Scenario& s, const KvSizing& pool, const std::vector<TierSpec>& tiers);
+// A fleet of pools (disaggregated, or a mixed fleet's groups): each pool's
+// replicas and tiers, together.
+RunBlocks run_blocks(const std::vector<FleetPool>& pools, const std::vector<TierSpec>& tiers);
+// The flag that sets a fleet's size: --replicas, --replica-groups, or the
+// disaggregated pools' counts.
+std::string fleet_size_flag(const Scenario& s);
 
 // InputError when simulating `b` needs more than limit_bytes: it starts with
 // replicas_flag (for a fleet; else the flag of the largest part), gives the

@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
@@ -14,6 +15,7 @@
 
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
+#include "sim/base/spec_params.h"
 #include "sim/base/text_fields.h"
 #include "sim/base/json_out.h"
 #include "sim/base/yaml_doc.h"
@@ -116,6 +118,10 @@ const std::vector<ScenarioOption>& scenario_options() {
       {"block-size", "block_size", &Scenario::block_size, Echo::value, kAll, "KV block size in tokens (default 16)"},
       {"replicas", "replicas", &Scenario::replicas, Echo::with_fleet, kForReplay,
        "engine mode: a fleet of N replicas of this server behind --router (default 1)"},
+      {"replica-groups", "replica_groups", &Scenario::replica_groups, Echo::if_changed, kForReplay,
+       "engine mode: a mixed fleet behind --router, groups of replicas on their own GPU and TP, "
+       "\"GPU[:tp=N][:x=N];...\" (e.g. \"h100-sxm-80gb:tp=2:x=4;a100-80gb:tp=4:x=2\"; tp defaults to --tp, x "
+       "(replicas) to 1); instead of --replicas"},
       {"router", "router", &Scenario::router, Echo::with_fleet, kForReplay | kForPlan,
        "with --replicas: which replica takes each request, name[:key=value,...]: round-robin (default), random, "
        "least-loaded, session, prefix, kv-aware, llm-d"},
@@ -400,6 +406,61 @@ Scenario pool_scenario(const Scenario& s, bool prefill) {
   return p;
 }
 
+std::vector<ReplicaGroup> parse_replica_groups(const std::string& spec, int default_tp, const std::string& flag) {
+  auto bad = [&](const std::string& msg) { throw InputError(flag + ": " + msg); };
+  std::vector<ReplicaGroup> groups;
+  int64_t total = 0;
+  std::vector<std::string_view> parts;
+  for (std::string_view rest = spec;;) {
+    const size_t semi = rest.find(';');
+    parts.push_back(trim(rest.substr(0, semi)));
+    if (semi == std::string_view::npos) break;
+    rest.remove_prefix(semi + 1);
+  }
+  for (const std::string_view part : parts) {
+    if (part.empty()) bad("an empty group in '" + spec + "' (groups are GPU[:tp=N][:x=N], split by ';')");
+    std::string text(part);
+    // The form separates keys by ':'; --router's by ','. Both read.
+    const size_t colon = text.find(':');
+    if (colon != std::string::npos) std::replace(text.begin() + static_cast<std::ptrdiff_t>(colon) + 1, text.end(), ':', ',');
+    ParsedSpec parsed = parse_spec(text, flag);
+    if (parsed.name.empty()) bad("a group needs a GPU name: '" + std::string(part) + "'");
+    SpecParams p(flag + " " + parsed.name, std::move(parsed.params));
+    ReplicaGroup g;
+    g.gpu = parsed.name;
+    g.tp = static_cast<int>(p.get_double_in("tp", default_tp, 1, 64));
+    g.count = static_cast<int32_t>(p.get_double_in("x", 1, 1, 4096));
+    if (g.tp != p.get_double("tp", default_tp) || g.count != p.get_double("x", 1))
+      bad("tp and x are whole numbers in '" + std::string(part) + "'");
+    p.reject_unused();
+    total += g.count;
+    groups.push_back(std::move(g));
+  }
+  if (groups.empty()) bad("no group in '" + spec + "'");
+  if (total > 4096) bad("at most 4096 replicas in all, got " + std::to_string(total));
+  return groups;
+}
+
+std::vector<Scenario> group_scenarios(const Scenario& s) {
+  std::vector<Scenario> out;
+  for (const ReplicaGroup& g : parse_replica_groups(s.replica_groups, s.tp)) {
+    Scenario p = s;
+    p.replica_groups.clear();
+    p.replicas = g.count;
+    p.gpu = g.gpu;
+    p.tp = g.tp;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+int32_t fleet_replicas(const Scenario& s) {
+  if (!mixed_fleet(s)) return s.replicas;
+  int32_t n = 0;
+  for (const ReplicaGroup& g : parse_replica_groups(s.replica_groups, s.tp)) n += g.count;
+  return n;
+}
+
 void validate(const Scenario& s) {
   auto bad = [](const std::string& flag, const std::string& msg) { throw InputError(flag + ": " + msg); };
   const std::pair<const char*, const std::string*> strings[] = {
@@ -429,6 +490,14 @@ void validate(const Scenario& s) {
   if (parse_admission(s.admission).enabled && s.mode == "cache")
     bad("--admission", "engine mode only (cache mode replays one request at a time: no load to shed)");
   validate_disagg(s);
+  if (mixed_fleet(s)) {
+    if (!valid_utf8(s.replica_groups)) bad("--replica-groups", "must be valid UTF-8 (it goes into report.json)");
+    parse_replica_groups(s.replica_groups, s.tp);
+    if (s.mode != "engine") bad("--replica-groups", "a fleet runs in engine mode");
+    if (s.replicas != 1) bad("--replicas", "give each group's replicas in --replica-groups (x=N) instead");
+    if (disaggregated(s)) bad("--replica-groups", "not with disaggregated pools (give --prefill-gpu/--decode-gpu)");
+    if (s.enable_expert_parallel) bad("--enable-expert-parallel", "not modelled in a mixed fleet");
+  }
   if (!(s.conversation_rate > 0 && s.conversation_rate < 1e9)) bad("--conversation-rate", "must be in (0, 1e9) conversations per second");
   if (!(s.gpu_mem_util > 0 && s.gpu_mem_util <= 1)) bad("--gpu-mem-util", "must be in (0, 1]");
   if (s.tp < 1 || s.tp > 64) bad("--tp", "must be in [1, 64]");
@@ -464,7 +533,7 @@ nlohmann::json to_json(const Scenario& s) {
           if constexpr (requires { v.has_value(); }) x = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
           else x = v;
           if (o.echo == Echo::if_changed && v == defaults.*member) return;
-          if (o.echo == Echo::with_fleet && s.replicas == 1 && !disaggregated(s)) return;
+          if (o.echo == Echo::with_fleet && s.replicas == 1 && !disaggregated(s) && !mixed_fleet(s)) return;
           if constexpr (std::is_same_v<std::remove_cvref_t<decltype(v)>, std::string>)
             if (o.echo == Echo::null_if_empty && v.empty()) x = nullptr;
           const std::string_view key = o.key;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace YAML {
 class Node;
@@ -47,6 +48,10 @@ struct Scenario {
   double router_kv_lag_ms = 0;          // the replicas' KV events reach the router this late (sim/fleet/router_view.h)
   double router_scrape_ms = 0;          // the router reads the replicas' load as sampled this often (sim/fleet/fleet.h)
   std::string admission = "off";        // admission and shedding at the router (sim/fleet/admission.h)
+  // A mixed fleet: groups of replicas on their own GPU and TP behind the one
+  // router, "GPU[:tp=N][:x=N];..." (parse_replica_groups); "": --replicas
+  // replicas of --gpu at --tp.
+  std::string replica_groups;
   // Disaggregated prefill and decode (sim/fleet/disagg.h): with
   // prefill_replicas > 0 the fleet is a prefill pool and a decode pool, each
   // of the server below unless its own GPU or TP is given.
@@ -149,5 +154,26 @@ inline bool disaggregated(const Scenario& s) { return s.prefill_replicas > 0; }
 // One pool of a disaggregated scenario as a scenario of its own: its
 // replicas, GPU, TP and router (the others as `s`).
 Scenario pool_scenario(const Scenario& s, bool prefill);
+
+// One group of a mixed fleet: `count` replicas of the model on `gpu` at `tp`.
+struct ReplicaGroup {
+  std::string gpu;
+  int tp = 1;
+  int32_t count = 1;
+};
+// "h100-sxm-80gb:tp=2:x=4;a100-80gb:tp=4:x=2": groups split by ';', each a
+// GPU name and its keys after ':' (or ','): tp (default `default_tp`), x
+// (replicas, default 1). InputError naming `flag` on a malformed spec, an
+// unknown key or a value out of range; the GPU names are checked against
+// the catalog when the scenario is resolved.
+std::vector<ReplicaGroup> parse_replica_groups(const std::string& spec, int default_tp,
+                                               const std::string& flag = "--replica-groups");
+// A mixed fleet asked for (--replica-groups).
+inline bool mixed_fleet(const Scenario& s) { return !s.replica_groups.empty(); }
+// Each group of a mixed scenario as a scenario of its own: its replicas, GPU
+// and TP (the others as `s`), in the spec's order.
+std::vector<Scenario> group_scenarios(const Scenario& s);
+// The replicas of a fleet: the groups' sum in a mixed one, else --replicas.
+int32_t fleet_replicas(const Scenario& s);
 
 }  // namespace prefixsim

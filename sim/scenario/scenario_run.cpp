@@ -165,12 +165,16 @@ Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_block
       backend(wrap ? (*wrap)(exec, pool, s.block_size, index) : nullptr),
       engine(loop ? Engine(scheduler_config(s), kv, stepper(), *loop, index) : Engine(scheduler_config(s), kv, stepper())) {}
 
+void Fleet::set_router_settings(const Scenario& s) {
+  router_kv_lag_ms = s.router_kv_lag_ms;
+  router_scrape_ms = s.router_scrape_ms;
+  admission = parse_admission(s.admission);
+}
+
 Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
              const PolicyContext& ctx, const ExecutorWrap* wrap)
-    : block_size(s.block_size),
-      router_kv_lag_ms(s.router_kv_lag_ms),
-      router_scrape_ms(s.router_scrape_ms),
-      admission(parse_admission(s.admission)) {
+    : block_size(s.block_size) {
+  set_router_settings(s);
   RouterContext rctx;
   rctx.replicas = static_cast<uint32_t>(s.replicas);
   rctx.block_size = s.block_size;
@@ -181,7 +185,22 @@ Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, c
 
 Fleet::Fleet(const Scenario& s, const std::vector<FleetPool>& pools, const std::string& policy,
              const PolicyContext& ctx, const ExecutorWrap* wrap)
-    : block_size(s.block_size), disagg(parse_disagg(s.disagg)) {
+    : block_size(s.block_size) {
+  if (!disaggregated(s)) {  // mixed: one router over every group's replicas
+    set_router_settings(s);
+    RouterContext rctx;
+    rctx.block_size = s.block_size;
+    rctx.pool_blocks = pools.at(0).kv.num_blocks;
+    for (const FleetPool& p : pools) rctx.replica_blocks.insert(rctx.replica_blocks.end(), p.scenario.replicas, p.kv.num_blocks);
+    rctx.replicas = static_cast<uint32_t>(rctx.replica_blocks.size());
+    router = make_router(s.router, rctx);
+    for (const FleetPool& p : pools) {
+      add_replicas(p.scenario, p.resolved, p.kv.num_blocks, policy, ctx, wrap);
+      group_ends.push_back(static_cast<uint32_t>(replicas.size()));
+    }
+    return;
+  }
+  disagg = parse_disagg(s.disagg);
   if (pools.size() != 2) throw InternalError("fleet: a disaggregated fleet has two pools");
   disagg.layers = pools[0].resolved.model->layers;  // layer-wise streaming's last layer
   disagg.admission = admission = parse_admission(s.admission);
@@ -220,6 +239,23 @@ std::vector<FleetPool> disagg_pools(const Scenario& s, const ResolvedScenario& w
     pools.push_back(std::move(p));
   }
   return pools;
+}
+
+std::vector<FleetPool> group_pools(const Scenario& s, const ResolvedScenario& whole) {
+  std::vector<FleetPool> pools;
+  for (Scenario& g : group_scenarios(s)) {
+    FleetPool p{std::move(g), {}, {}};
+    p.resolved = resolve_pool(p.scenario, whole);
+    p.kv = size_kv_pool(kv_sizing_input(p.scenario, p.resolved));
+    pools.push_back(std::move(p));
+  }
+  return pools;
+}
+
+std::vector<FleetPool> fleet_pools(const Scenario& s, const ResolvedScenario& whole) {
+  if (disaggregated(s)) return disagg_pools(s, whole);
+  if (mixed_fleet(s)) return group_pools(s, whole);
+  return {};
 }
 
 ResolvedScenario resolve_pool(const Scenario& pool, const ResolvedScenario& whole) {

@@ -98,6 +98,11 @@ struct FleetPool {
 ResolvedScenario resolve_pool(const Scenario& pool, const ResolvedScenario& whole);
 // A disaggregated scenario's pools (prefill, decode), resolved and sized.
 std::vector<FleetPool> disagg_pools(const Scenario& s, const ResolvedScenario& whole);
+// A mixed fleet's groups (--replica-groups), each resolved (its GPU) and
+// sized (its GPU and TP), in the spec's order.
+std::vector<FleetPool> group_pools(const Scenario& s, const ResolvedScenario& whole);
+// The pools of `s`: disaggregated, mixed, or none (a uniform fleet).
+std::vector<FleetPool> fleet_pools(const Scenario& s, const ResolvedScenario& whole);
 
 // s.replicas replicas, each with its own `policy` (a spec) and pool of
 // `num_blocks`, behind s.router, on one event loop. One replica runs
@@ -107,7 +112,9 @@ struct Fleet {
         const PolicyContext& ctx, const ExecutorWrap* wrap = nullptr);
   // Disaggregated (sim/fleet/disagg.h): the prefill pool's replicas, then
   // the decode pool's, as `pools` (prefill, decode) describe them; `s`
-  // gives the design and the links.
+  // gives the design and the links. Mixed (--replica-groups): each group's
+  // replicas in turn, as `pools` describe them, behind s.router, which
+  // knows each replica's pool (RouterContext::replica_blocks).
   Fleet(const Scenario& s, const std::vector<FleetPool>& pools, const std::string& policy, const PolicyContext& ctx,
         const ExecutorWrap* wrap = nullptr);
   // Every replica's observer.
@@ -135,6 +142,10 @@ struct Fleet {
   RouterViewStats router_view;  // what a lagging prefix-aware router believed (run() fills it)
   FleetTiers tiers;
 
+  // Mixed: group k is replicas [group_ends[k - 1], group_ends[k]) (from 0);
+  // empty otherwise.
+  std::vector<uint32_t> group_ends;
+
   // Disaggregated: the first num_prefill replicas are the prefill pool.
   uint32_t num_prefill = 0;  // 0: not disaggregated
   std::unique_ptr<Router> decode_router;
@@ -147,6 +158,7 @@ struct Fleet {
 
  private:
   EngineObserver* observer_ = nullptr;
+  void set_router_settings(const Scenario& s);
   void add_replicas(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
                     const PolicyContext& ctx, const ExecutorWrap* wrap);
 };

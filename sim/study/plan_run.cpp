@@ -34,32 +34,63 @@ const PlanDimension kDimensions[] = {
      "CPU offload sizes to try, GiB per replica (the KV tier below the GPU), e.g. 0,40,80"},
 };
 
-// One fleet shape: a TP (or a split fleet's prefill TP and decode TP) and a
-// value of every extra dimension.
+// One fleet shape: a TP (or a split fleet's prefill TP and decode TP, or a
+// mix's two groups) and a value of every extra dimension.
 struct Shape {
   int tp = 1;
-  int decode_tp = 0;          // > 0: a split fleet, prefill TP `tp`, decode TP this
+  int decode_tp = 0;          // > 0: a split fleet, prefill TP `tp`, decode TP this; a mix: the second group's TP
+  std::string gpu;            // aggregated: its GPU, "" for --gpu; a mix: the first group's
+  std::string gpu2;           // a mix: the second group's GPU
+  bool mixed = false;         // a mixed fleet of two groups (--replica-groups), counts searched
   std::vector<double> extra;  // by dimension
   Scenario scenario;          // replicas set per run
   ResolvedScenario resolved;
-  KvSizing sizing;            // a replica's pool (split: a pool on the scenario's GPU and TP)
+  KvSizing sizing;            // a replica's pool (split: a pool on the scenario's GPU and TP; a mix: the first group's)
   RunBlocks largest;          // its blocks at the most replicas tried
   std::string refusal;        // why it cannot run (the model does not fit ...)
   bool refusal_fatal = false; // the user asked for it: exit 2, not a listed shape
   SearchResult search;        // aggregated
-  SplitSearchResult split;    // split
+  SplitSearchResult split;    // split or mix (prefill: the first group's count, decode: the second's)
   std::vector<ojson> runs;    // in the order run
-  double cost_per_replica = 0;  // split: a prefill instance
-  double cost_per_decode = 0;   // split: a decode instance
-  bool is_split() const { return decode_tp > 0; }
-  bool met() const { return is_split() ? split.prefill > 0 : search.answer > 0; }
-  int64_t instances() const { return is_split() ? split.prefill + split.decode : search.answer; }
-  int64_t gpus() const { return is_split() ? split.prefill * tp + split.decode * decode_tp : search.answer * tp; }
+  double cost_per_replica = 0;  // split: a prefill instance; a mix: one of the first group
+  double cost_per_decode = 0;   // split: a decode instance; a mix: one of the second group
+  bool is_split() const { return decode_tp > 0 && !mixed; }
+  bool two_pools() const { return decode_tp > 0; }  // split or mix: two counts searched
+  bool met() const { return two_pools() ? split.prefill > 0 : search.answer > 0; }
+  int64_t instances() const { return two_pools() ? split.prefill + split.decode : search.answer; }
+  int64_t gpus() const { return two_pools() ? split.prefill * tp + split.decode * decode_tp : search.answer * tp; }
   double cost_of(int64_t p, int64_t d) const {
     return static_cast<double>(p) * cost_per_replica + static_cast<double>(d) * cost_per_decode;
   }
-  double cost() const { return is_split() ? cost_of(split.prefill, split.decode) : cost_of(search.answer, 0); }
+  double cost() const { return two_pools() ? cost_of(split.prefill, split.decode) : cost_of(search.answer, 0); }
+  // A mix of n of the first group and d of the second, as --replica-groups.
+  std::string mix_spec(int64_t n, int64_t d) const {
+    return gpu + ":tp=" + std::to_string(tp) + ":x=" + std::to_string(n) + ";" + gpu2 + ":tp=" +
+           std::to_string(decode_tp) + ":x=" + std::to_string(d);
+  }
+  // A mix's groups as plan.json gives them, with their counts when given.
+  nlohmann::ordered_json groups_json(int64_t n = -1, int64_t d = -1) const {
+    nlohmann::ordered_json a = {{"gpu", gpu}, {"tp", tp}}, b = {{"gpu", gpu2}, {"tp", decode_tp}};
+    if (n >= 0) a["replicas"] = n, b["replicas"] = d;
+    return nlohmann::ordered_json::array({a, b});
+  }
 };
+
+// A shape's kind: aggregated (TP, on `gpu` or --gpu), split (prefill TP,
+// decode TP), or a mix of two groups.
+Shape shape_kind(int tp, int decode_tp = 0, const std::string& gpu = "") {
+  Shape s;
+  s.tp = tp;
+  s.decode_tp = decode_tp;
+  s.gpu = gpu;
+  return s;
+}
+Shape mix_kind(const std::vector<ReplicaGroup>& mix) {
+  Shape s = shape_kind(mix[0].tp, mix[1].tp, mix[0].gpu);
+  s.gpu2 = mix[1].gpu;
+  s.mixed = true;
+  return s;
+}
 
 std::string value_text(double v) {
   std::ostringstream s;
@@ -68,8 +99,11 @@ std::string value_text(double v) {
 }
 
 std::string shape_name(const Shape& s, const std::vector<const PlanDimension*>& dims) {
-  std::string n = s.is_split() ? "prefill TP " + std::to_string(s.tp) + " + decode TP " + std::to_string(s.decode_tp)
-                               : "TP " + std::to_string(s.tp);
+  std::string n = s.mixed      ? "mix " + s.gpu + " TP " + std::to_string(s.tp) + " + " + s.gpu2 + " TP " +
+                                     std::to_string(s.decode_tp)
+                  : s.is_split() ? "prefill TP " + std::to_string(s.tp) + " + decode TP " + std::to_string(s.decode_tp)
+                  : s.gpu.empty() ? "TP " + std::to_string(s.tp)
+                                  : s.gpu + " TP " + std::to_string(s.tp);
   for (size_t d = 0; d < dims.size(); ++d)
     n += ", " + std::string(dims[d]->key) + " " + value_text(s.extra[d]) + " " + dims[d]->unit;
   return n;
@@ -101,7 +135,7 @@ class Planner {
   PlanResult run();
 
  private:
-  Shape make_shape(int tp, int decode_tp, const std::vector<size_t>& at) const;
+  Shape make_shape(Shape s, const std::vector<size_t>& at) const;
   double gpu_hour(const GpuSpec& gpu) const;
   void build_shapes();
   void refuse_what_cannot_run() const;
@@ -138,31 +172,38 @@ class Planner {
 };
 
 Planner::Planner(const PlanOptions& o) : o_(o), resolved0_(resolve_scenario(o.base)), progress_(o.progress) {
-  gpu_cost_ = o.gpu_cost.value_or(resolved0_.gpu->cost_per_hour);
-  priced_ = gpu_cost_ > 0;
+  const auto named = o.gpu_costs.find(resolved0_.gpu->name);
+  gpu_cost_ = named != o.gpu_costs.end() ? named->second : o.gpu_cost.value_or(resolved0_.gpu->cost_per_hour);
+  priced_ = gpu_cost_ > 0 || !o.gpu_costs.empty();
   cost_unit_ = priced_ ? "per hour" : "GPUs";
   ctx_.block_size = o.base.block_size;
   with_refusals_ = parse_admission(o.base.admission).enabled ||
                    std::any_of(o.slo.begin(), o.slo.end(), [](const SloTerm& t) { return t.metric == "refusal_rate"; });
 }
 
-// A GPU-hour of `gpu`: --gpu-cost, else its catalog price (a split fleet's
-// pools may sit on other GPUs than --gpu), else 1 (cost = GPUs).
+// A GPU-hour of `gpu`: its own --gpu-cost NAME=PRICE, else --gpu-cost, else
+// its catalog price (a split fleet's pools and a mix's groups may sit on
+// other GPUs than --gpu), else 1 (cost = GPUs).
 double Planner::gpu_hour(const GpuSpec& gpu) const {
   if (!priced_) return 1.0;
+  if (const auto it = o_.gpu_costs.find(gpu.name); it != o_.gpu_costs.end()) return it->second;
   if (o_.gpu_cost) return *o_.gpu_cost;
   if (!(gpu.cost_per_hour > 0))
-    throw InputError("--gpu-cost: the catalog gives no price for " + gpu.name + " (a pool's GPU) but one for " +
-                     resolved0_.gpu->name + "; give --gpu-cost");
+    throw InputError("--gpu-cost: no price for " + gpu.name + " (a pool's or a group's GPU), though " +
+                     (o_.gpu_costs.empty() ? "the catalog gives one for " + resolved0_.gpu->name
+                                           : std::string("--gpu-cost names others")) +
+                     "; give --gpu-cost " + gpu.name + "=PRICE");
   return gpu.cost_per_hour;
 }
 
-Shape Planner::make_shape(int tp, int decode_tp, const std::vector<size_t>& at) const {
-  Shape s;
-  s.tp = tp;
-  s.decode_tp = decode_tp;
+// `s` says the kind (aggregated, split, mix), its TPs and GPUs; this adds
+// its scenario, pools, prices and largest fleet, or why it cannot run.
+Shape Planner::make_shape(Shape s, const std::vector<size_t>& at) const {
+  const int tp = s.tp, decode_tp = s.decode_tp;
   s.scenario = s.is_split() ? o_.base : aggregated(o_.base);
   s.scenario.tp = tp;
+  if (!s.gpu.empty()) s.scenario.gpu = s.gpu;
+  if (s.mixed) s.scenario.replica_groups = s.mix_spec(1, 1);  // one of each to validate
   if (s.is_split()) {  // one of each to validate; the search sets the counts
     s.scenario.prefill_tp = tp;
     s.scenario.decode_tp = decode_tp;
@@ -175,37 +216,40 @@ Shape Planner::make_shape(int tp, int decode_tp, const std::vector<size_t>& at) 
                          s.scenario);
     extras += s.extra.back() * o_.extra_costs[d];
   }
-  std::vector<FleetPool> pools;  // split: prefill, decode
+  std::vector<FleetPool> pools;  // split: prefill, decode; a mix: its groups
+  const auto pool_name = [&](const FleetPool& pool) {
+    return std::string(&pool == &pools[0] ? (s.mixed ? "the first group" : "the prefill")
+                                          : (s.mixed ? "the second group" : "the decode"));
+  };
   try {  // what the TPs decide: a default TP the model cannot take is only listed
     validate(s.scenario);
     s.resolved = resolve_scenario(s.scenario);
     s.sizing = size_kv_pool(kv_sizing_input(s.scenario, s.resolved));
     if (s.sizing.num_blocks < 2) throw InputError("the KV pool has fewer than 2 blocks");
-    if (s.is_split()) pools = disagg_pools(s.scenario, s.resolved);
+    pools = fleet_pools(s.scenario, s.resolved);
     for (const FleetPool& pool : pools)
-      if (pool.kv.num_blocks < 2)
-        throw InputError(std::string(&pool == &pools[0] ? "the prefill" : "the decode") +
-                         " pool's KV pool has fewer than 2 blocks");
+      if (pool.kv.num_blocks < 2) throw InputError(pool_name(pool) + " pool's KV pool has fewer than 2 blocks");
   } catch (const InputError& e) {
     s.refusal = e.what();
-    s.refusal_fatal = s.is_split() ? o_.split_tps_given : o_.tps_given;
+    // Asked for by name (an explicit TP list, a mix, a group's own server): exit 2.
+    s.refusal_fatal = s.mixed || !s.gpu.empty() || (s.is_split() ? o_.split_tps_given : o_.tps_given);
     return s;
   }
   // Priced by each pool's GPU (a split fleet's pools may sit on other GPUs).
   s.cost_per_replica = gpu_hour(*(pools.empty() ? s.resolved : pools[0].resolved).gpu) * tp + extras;
-  if (s.is_split()) s.cost_per_decode = gpu_hour(*pools[1].resolved.gpu) * decode_tp + extras;
+  if (s.two_pools()) s.cost_per_decode = gpu_hour(*pools[1].resolved.gpu) * decode_tp + extras;
   try {  // what the resource values decide: always the user's
-    if (!s.is_split()) {
+    if (!s.two_pools()) {
       Scenario largest = s.scenario;
       largest.replicas = static_cast<int32_t>(o_.max_replicas);
       s.largest = run_blocks(largest, s.sizing, scenario_tiers(s.scenario, *s.resolved.model));
     }
-    if (s.is_split()) s.largest.replicas = 2 * o_.max_replicas;
-    for (FleetPool& pool : pools) {  // split: both pools at --max-replicas
+    if (s.two_pools()) s.largest.replicas = 2 * o_.max_replicas;
+    for (FleetPool& pool : pools) {  // split or mix: both pools at --max-replicas
       pool.scenario.replicas = static_cast<int32_t>(o_.max_replicas);
       const RunBlocks b = run_blocks(pool.scenario, pool.kv, scenario_tiers(pool.scenario, *pool.resolved.model));
       for (RunBlocks::Part part : b.parts) {
-        part.what = std::string(&pool == &pools[0] ? "prefill " : "decode ") + part.what;
+        part.what = pool_name(pool).substr(4) + " " + part.what;
         s.largest.parts.push_back(part);
       }
     }
@@ -217,16 +261,23 @@ Shape Planner::make_shape(int tp, int decode_tp, const std::vector<size_t>& at) 
 }
 
 // Every TP x every extra value, the first dimension varying fastest; then
-// every prefill TP x decode TP x extra value.
+// every prefill TP x decode TP x extra value; then a mix's two groups, each
+// alone (where --gpu and --tp do not already give it) and together.
 void Planner::build_shapes() {
-  std::vector<std::pair<int, int>> tps;
-  for (int tp : o_.tps) tps.emplace_back(tp, 0);
+  std::vector<Shape> kinds;
+  for (int tp : o_.tps) kinds.push_back(shape_kind(tp));
   for (int p : o_.prefill_tps)
-    for (int d : o_.decode_tps) tps.emplace_back(p, d);
-  for (const auto& [tp, decode_tp] : tps) {
+    for (int d : o_.decode_tps) kinds.push_back(shape_kind(p, d));
+  if (o_.mix.size() == 2) {
+    for (const ReplicaGroup& g : o_.mix)
+      if (g.gpu != o_.base.gpu || std::find(o_.tps.begin(), o_.tps.end(), g.tp) == o_.tps.end())
+        kinds.push_back(shape_kind(g.tp, 0, g.gpu));
+    kinds.push_back(mix_kind(o_.mix));
+  }
+  for (const Shape& kind : kinds) {
     std::vector<size_t> at(dims_.size(), 0);
     for (;;) {
-      shapes_.push_back(make_shape(tp, decode_tp, at));
+      shapes_.push_back(make_shape(kind, at));
       size_t d = 0;
       while (d < dims_.size() && ++at[d] == o_.extra_values[d].size()) at[d++] = 0;
       if (d == dims_.size()) break;
@@ -270,12 +321,15 @@ void Planner::read_trace() {
 }
 
 // One run: the shape's fleet of n replicas (split: n prefill and `decode`
-// decode instances) behind `router`, as plan.json's row.
+// decode instances; a mix: n of the first group and `decode` of the second)
+// behind `router`, as plan.json's row.
 ojson Planner::run_fleet(const Shape& shape, int64_t n, int64_t decode, const std::string& router) {
   Scenario s = shape.scenario;
   if (shape.is_split()) {
     s.prefill_replicas = static_cast<int32_t>(n);
     s.decode_replicas = static_cast<int32_t>(decode);
+  } else if (shape.mixed) {
+    s.replica_groups = shape.mix_spec(n, decode);
   } else {
     s.replicas = static_cast<int32_t>(n);
   }
@@ -288,6 +342,8 @@ ojson Planner::run_fleet(const Shape& shape, int64_t n, int64_t decode, const st
   if (shape.is_split()) {
     row["prefill_tp"] = shape.tp;
     row["decode_tp"] = shape.decode_tp;
+  } else if (shape.mixed) {
+    row["groups"] = shape.groups_json(n, decode);
   } else {
     row["tp"] = shape.tp;
   }
@@ -332,7 +388,7 @@ void Planner::keep_error() {
 // One shape's search; a run's row is kept with it.
 void Planner::search(Shape& shape) {
   const std::string& router = o_.base.router;
-  if (!shape.is_split()) {
+  if (!shape.two_pools()) {
     shape.search = search_replicas(o_.max_replicas, [&](int64_t n) {
       shape.runs.push_back(run_fleet(shape, n, 0, router));
       return shape.runs.back()["meets"].get<bool>();
@@ -370,14 +426,18 @@ const Shape* Planner::cheapest() const {
   return best;
 }
 
-// The run of n replicas (split: n prefill and d decode instances), if run.
+// The run of n replicas (split: n prefill and d decode instances; a mix: n
+// of the first group and d of the second), if run.
 const ojson* row_at(const Shape& s, int64_t n, int64_t d = 0) {
   for (const ojson& r : s.runs)
-    if (s.is_split() ? r["prefill_replicas"] == n && r["decode_replicas"] == d : r["replicas"] == n) return &r;
+    if (s.mixed ? r["groups"][0]["replicas"] == n && r["groups"][1]["replicas"] == d
+        : s.is_split() ? r["prefill_replicas"] == n && r["decode_replicas"] == d
+                       : r["replicas"] == n)
+      return &r;
   return nullptr;
 }
 const ojson* answer_row(const Shape& s) {
-  return s.is_split() ? row_at(s, s.split.prefill, s.split.decode) : row_at(s, s.search.answer);
+  return s.two_pools() ? row_at(s, s.split.prefill, s.split.decode) : row_at(s, s.search.answer);
 }
 
 // Each router at the answer; the search's own router ran there already
@@ -388,7 +448,7 @@ std::vector<ojson> Planner::routers_at(const Shape& best) {
     try {
       const ojson* searched = o_.routers[k] == o_.base.router ? answer_row(best) : nullptr;
       rows[k] = searched ? *searched
-                         : best.is_split() ? run_fleet(best, best.split.prefill, best.split.decode, o_.routers[k])
+                         : best.two_pools() ? run_fleet(best, best.split.prefill, best.split.decode, o_.routers[k])
                                            : run_fleet(best, best.search.answer, 0, o_.routers[k]);
     } catch (...) {
       keep_error();
@@ -403,15 +463,18 @@ ojson Planner::shape_json(const Shape& s) const {
   if (s.is_split()) {
     o["prefill_tp"] = s.tp;
     o["decode_tp"] = s.decode_tp;
+  } else if (s.mixed) {
+    o["groups"] = s.met() ? s.groups_json(s.split.prefill, s.split.decode) : s.groups_json();
   } else {
     o["tp"] = s.tp;
   }
+  if (!s.gpu.empty() && !s.mixed) o["gpu"] = s.gpu;
   for (size_t d = 0; d < dims_.size(); ++d) o[dims_[d]->key] = s.extra[d];
   if (!s.refusal.empty()) {
     o["status"] = "cannot run: " + s.refusal;
   } else if (!s.met()) {
     o["status"] = "no fleet of up to " + std::to_string(o_.max_replicas) + " replicas" +
-                  (s.is_split() ? " per pool" : "") + " meets the SLO";
+                  (s.is_split() ? " per pool" : s.mixed ? " per group" : "") + " meets the SLO";
   } else {
     o["status"] = "meets";
     o["replicas"] = s.instances();
@@ -423,7 +486,7 @@ ojson Planner::shape_json(const Shape& s) const {
   }
   o["kv_blocks"] = s.refusal.empty() ? ojson(s.sizing.num_blocks) : ojson(nullptr);
   o["runs"] = s.runs.size();
-  o["monotonicity_violations"] = s.is_split() ? s.split.violations : s.search.violations;
+  o["monotonicity_violations"] = s.two_pools() ? s.split.violations : s.search.violations;
   return o;
 }
 
@@ -433,9 +496,12 @@ ojson Planner::answer_json(const Shape& best) const {
   if (best.is_split()) {
     answer["prefill_tp"] = best.tp;
     answer["decode_tp"] = best.decode_tp;
+  } else if (best.mixed) {
+    answer["groups"] = best.groups_json(best.split.prefill, best.split.decode);
   } else {
     answer["tp"] = best.tp;
   }
+  if (!best.gpu.empty() && !best.mixed) answer["gpu"] = best.gpu;
   answer["replicas"] = best.instances();
   if (best.is_split()) {
     answer["prefill_replicas"] = best.split.prefill;
@@ -460,6 +526,9 @@ ojson Planner::answer_json(const Shape& best) const {
   if (best.is_split()) {  // one fewer of either pool, where run
     answer["one_fewer_prefill"] = or_null(row_at(best, best.split.prefill - 1, best.split.decode));
     answer["one_fewer_decode"] = or_null(row_at(best, best.split.prefill, best.split.decode - 1));
+  } else if (best.mixed) {  // one fewer of either group, where run
+    answer["one_fewer_first_group"] = or_null(row_at(best, best.split.prefill - 1, best.split.decode));
+    answer["one_fewer_second_group"] = or_null(row_at(best, best.split.prefill, best.split.decode - 1));
   } else {
     answer["one_fewer"] = or_null(row_at(best, best.search.answer - 1));
   }
@@ -472,6 +541,10 @@ std::string Planner::summary(const Shape* best) const {
   cost << std::fixed << std::setprecision(2) << answer_row(*best)->at("cost").get<double>();
   const std::string tail = ", " + std::to_string(best->gpus()) + " GPUs) behind " + o_.base.router + ": cost " +
                            cost.str() + " " + cost_unit_;
+  if (best->mixed)
+    return std::to_string(best->split.prefill) + " x " + best->gpu + " TP " + std::to_string(best->tp) + " + " +
+           std::to_string(best->split.decode) + " x " + best->gpu2 + " TP " + std::to_string(best->decode_tp) + " (" +
+           shape_name(*best, dims_) + tail;
   if (!best->is_split())
     return std::to_string(best->search.answer) + " x " + best->resolved.gpu->name + " (" + shape_name(*best, dims_) +
            tail;
@@ -493,7 +566,8 @@ ojson Planner::document(const Shape* best, const std::vector<ojson>& router_rows
   for (const SloTerm& t : o_.slo)
     slo.push_back({{"text", t.text}, {"metric", t.metric}, {"bound", t.at_most ? "<=" : ">="}, {"limit", t.limit}});
   j["slo"] = slo;
-  j["cost"] = {{"unit", cost_unit_}, {"gpu_per_hour", priced_ ? ojson(gpu_cost_) : ojson(nullptr)}};
+  j["cost"] = {{"unit", cost_unit_}, {"gpu_per_hour", priced_ && gpu_cost_ > 0 ? ojson(gpu_cost_) : ojson(nullptr)}};
+  if (!o_.gpu_costs.empty()) j["cost"]["per_gpu_hour"] = o_.gpu_costs;
   for (size_t d = 0; d < dims_.size(); ++d) j["cost"][std::string(dims_[d]->key) + "_per_unit_hour"] = o_.extra_costs[d];
   j["search"] = {{"tp", o_.tps}, {"max_replicas", o_.max_replicas}, {"method", "doubling from 1, then bisection"}};
   if (!o_.prefill_tps.empty()) {
@@ -502,10 +576,15 @@ ojson Planner::document(const Shape* best, const std::vector<ojson>& router_rows
     j["search"]["split_method"] =
         "doubling at 1:1, then bisection on each pool, then down the staircase of fewer decode instances";
   }
+  if (o_.mix.size() == 2) {
+    j["search"]["mix"] = mix_kind(o_.mix).groups_json();
+    j["search"]["mix_method"] = "the split search over the two groups' counts (doubling at 1:1, bisection on each "
+                                "group, then the staircase both ways); each group alone is an aggregated shape";
+  }
   ojson shapes = ojson::array(), runs = ojson::array(), violations = ojson::array();
   for (const Shape& s : shapes_) {
     shapes.push_back(shape_json(s));
-    for (const std::string& v : s.is_split() ? s.split.violations : s.search.violations)
+    for (const std::string& v : s.two_pools() ? s.split.violations : s.search.violations)
       violations.push_back(shape_name(s, dims_) + ": " + v);
     for (const ojson& r : s.runs) runs.push_back(r);
   }

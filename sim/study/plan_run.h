@@ -20,6 +20,7 @@
 // it that the model cannot take is listed in plan.json as "cannot run".
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -54,9 +55,16 @@ struct PlanOptions {
   // prefill TP x every decode TP. Empty: aggregated fleets only.
   std::vector<int> prefill_tps, decode_tps;
   bool split_tps_given = false;         // explicit lists: every pair must run
-  int64_t max_replicas = 64;            // the largest fleet tried per shape (split: per pool)
+  // A mixed fleet (--replica-groups): two groups whose counts are searched
+  // (search_split); each group's server alone is also an aggregated shape.
+  // Empty: none.
+  std::vector<ReplicaGroup> mix;
+  int64_t max_replicas = 64;            // the largest fleet tried per shape (split: per pool; a mix: per group)
   std::vector<std::string> routers;     // also run at the answer, to compare
   std::optional<double> gpu_cost;       // per GPU-hour; unset: the catalog's (0: cost = GPUs)
+  // Per GPU-hour of a named GPU (--gpu-cost NAME=PRICE,...: a mix's or a
+  // split fleet's GPUs at their own prices); before gpu_cost and the catalog.
+  std::map<std::string, double> gpu_costs;
   // By plan_dimensions(): the values to try ({0} when not given) and the
   // price of one unit-hour.
   std::vector<std::vector<double>> extra_values;

@@ -43,7 +43,10 @@ SweepRunner::SweepRunner(const Grid& grid, const std::vector<GridPoint>& points,
       prep.sizing = size_kv_pool(kv_sizing_input(s, prep.resolved));
       if (prep.sizing.num_blocks < 2)
         throw InputError("a pool needs at least 2 blocks (block 0 is the null block)");
-      check_run_fits_memory(run_blocks(s, prep.sizing, scenario_tiers(s, *prep.resolved.model)), "--replicas");
+      const std::vector<TierSpec> tiers = scenario_tiers(s, *prep.resolved.model);
+      const std::vector<FleetPool> pools = fleet_pools(s, prep.resolved);
+      check_run_fits_memory(pools.empty() ? run_blocks(s, prep.sizing, tiers) : run_blocks(pools, tiers),
+                            fleet_size_flag(s));
     } catch (const InputError& e) {
       point_error(grid, p, key_of_message(e.what()), e.what());
     }
@@ -90,7 +93,7 @@ double SweepRunner::weight(size_t i) const {
   const Prepared& p = ready_.at(i);
   const Scenario& s = points_[i].scenario;
   return static_cast<double>(p.input->requests.size()) * static_cast<double>(p.sizing.num_blocks) *
-         static_cast<double>(s.replicas) * (s.mode == "engine" ? 10.0 : 1.0);
+         static_cast<double>(fleet_replicas(s)) * (s.mode == "engine" ? 10.0 : 1.0);
 }
 
 std::string SweepRunner::run(size_t i) const {

@@ -192,3 +192,86 @@ TEST_CASE("plan refuses a split TP the model cannot take and disaggregated setti
   CHECK(design.err.find("--disagg") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir + "/a/plan.json"));
 }
+
+TEST_CASE("plan searches a mix of two groups beside each group alone, and a mix's row is the replay of that fleet",
+          "[cli][plan][mixed]") {
+  const std::string dir = temp_dir("plan-mix");
+  const std::string trace = dir + "/chat.jsonl";
+  REQUIRE(run_cli({"generate", "rag", "--requests", "400", "--rate", "200", "--seed", "4", "-o", trace}).rc == 0);
+  const std::string groups = "h100-sxm-80gb:tp=1;a100-80gb:tp=1";
+  const std::vector<std::string> args = {"plan", trace, "--slo", "ttft_p99=5s", "--tp", "1", "--replica-groups",
+                                         groups, "--max-replicas", "16", "--router", "least-loaded",
+                                         "--gpu-cost", "h100-sxm-80gb=3,a100-80gb=1.5"};
+  std::vector<std::string> first = args;
+  for (const char* x : {"--threads", "2", "--out"}) first.push_back(x);
+  first.push_back(dir + "/out");
+  auto r = run_cli(first);
+  INFO(r.err << r.out);
+  REQUIRE(r.rc == 0);
+  const json plan = json::parse(read_file(dir + "/out/plan.json"));
+  // --gpu's TP 1, the A100 group alone, the mix.
+  REQUIRE(plan["shapes"].size() == 3);
+  const auto named = [](const json& shape, const std::string& name) {
+    return shape["fleet"].get<std::string>().rfind(name + ",", 0) == 0;  // then the extra dimensions
+  };
+  CHECK(named(plan["shapes"][0], "TP 1"));
+  CHECK(named(plan["shapes"][1], "a100-80gb TP 1"));
+  CHECK(plan["shapes"][1]["gpu"] == "a100-80gb");
+  const json& mix = plan["shapes"][2];
+  CHECK(named(mix, "mix h100-sxm-80gb TP 1 + a100-80gb TP 1"));
+  REQUIRE(mix["status"] == "meets");
+  const int64_t a = mix["groups"][0]["replicas"], b = mix["groups"][1]["replicas"];
+  CHECK((a >= 1 && b >= 1 && mix["replicas"] == a + b));
+  CHECK(mix["cost"].get<double>() == 3.0 * a + 1.5 * b);  // each group at its own GPU's price
+  CHECK(plan["cost"]["per_gpu_hour"]["a100-80gb"] == 1.5);
+  CHECK(plan["shapes"][1]["cost"].get<double>() == 1.5 * plan["shapes"][1]["replicas"].get<double>());
+  CHECK(plan["search"]["mix"][1]["gpu"] == "a100-80gb");
+  // The mix's row at its answer is the replay of that mixed fleet.
+  const json* row = nullptr;
+  for (const json& x : plan["runs"])
+    if (x.contains("groups") && x["groups"][0]["replicas"] == a && x["groups"][1]["replicas"] == b) row = &x;
+  REQUIRE(row);
+  CHECK((*row)["meets"] == true);
+  CHECK((*row)["cost"].get<double>() == mix["cost"].get<double>());
+  auto rep = run_cli({"replay", trace, "--replica-groups",
+                      "h100-sxm-80gb:x=" + std::to_string(a) + ";a100-80gb:x=" + std::to_string(b), "--router",
+                      "least-loaded", "--quiet", "--out",
+                      dir + "/replay"});
+  INFO(rep.err);
+  REQUIRE(rep.rc == 0);
+  const json report = json::parse(read_file(dir + "/replay/report.json"));
+  CHECK(report["latency_ms"]["ttft"]["p99"] == (*row)["ttft_p99_ms"]);
+  CHECK(report["prefix_cache"]["hit_rate"] == (*row)["hit_rate"]);
+  // The documents give a mix's size as "a+b".
+  const std::string size = std::to_string(a) + "+" + std::to_string(b);
+  CHECK(read_file(dir + "/out/plan.md").find("| " + size + " |") != std::string::npos);
+  CHECK(read_file(dir + "/out/plan.html").find(size) != std::string::npos);
+  // Same inputs, same bytes, whatever the threads.
+  std::vector<std::string> again = args;
+  for (const char* x : {"--threads", "1", "--quiet", "--out"}) again.push_back(x);
+  again.push_back(dir + "/again");
+  REQUIRE(run_cli(again).rc == 0);
+  CHECK(read_file(dir + "/again/plan.json") == read_file(dir + "/out/plan.json"));
+}
+
+TEST_CASE("plan refuses a mix that is not two groups or that gives counts", "[cli][plan][mixed]") {
+  const std::string dir = temp_dir("plan-mix-bad");
+  const std::string trace = dir + "/chat.jsonl";
+  REQUIRE(run_cli({"generate", "rag", "--requests", "20", "--seed", "4", "-o", trace}).rc == 0);
+  for (const char* groups : {"h100-sxm-80gb", "h100-sxm-80gb;a100-80gb;l40s-48gb", "h100-sxm-80gb:x=2;a100-80gb",
+                             "h100-sxm-80gb;no-such-gpu"}) {
+    INFO(groups);
+    auto r = run_cli({"plan", trace, "--slo", "ttft_p99=1s", "--replica-groups", groups, "--out", dir + "/a"});
+    CHECK(r.rc == 2);
+    CHECK((r.err.find("--replica-groups") != std::string::npos || r.err.find("no-such-gpu") != std::string::npos));
+  }
+  for (const char* cost : {"h100-sxm-80gb=2,no-such-gpu=1", "h100-sxm-80gb=-1", "h100-sxm-80gb=2,h100-sxm-80gb=3",
+                           "=2", "a100-80gb=1"}) {  // the last: no price for the H100 group
+    INFO(cost);
+    auto r = run_cli({"plan", trace, "--slo", "ttft_p99=1s", "--replica-groups", "h100-sxm-80gb;a100-80gb",
+                      "--gpu-cost", cost, "--out", dir + "/a"});
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("--gpu-cost") != std::string::npos);
+  }
+  CHECK_FALSE(std::filesystem::exists(dir + "/a/plan.json"));
+}

@@ -20,6 +20,7 @@ struct FakeReplica {
   size_t waiting = 0;
   size_t running = 0;
   double kv_usage = 0;
+  int64_t capacity = 1000;  // KV blocks (the routers' pool below)
 };
 
 class FakeFleet final : public FleetView {
@@ -32,6 +33,7 @@ class FakeFleet final : public FleetView {
   double kv_usage(uint32_t i) const override { return r_[i].kv_usage; }
   int64_t queued_prompt_tokens(uint32_t i) const override { return r_[i].queued; }
   int64_t active_blocks(uint32_t i) const override { return r_[i].active; }
+  int64_t capacity_blocks(uint32_t i) const override { return r_[i].capacity; }
   size_t cached_prefix_blocks(uint32_t i, std::span<const BlockHash> p) const override {
     return std::min(r_[i].cached, p.size());
   }

@@ -123,6 +123,35 @@ TEST_CASE("prefix routes to the least loaded when load is imbalanced", "[router]
   CHECK(lax->route(p.query(), f) == 0);
 }
 
+TEST_CASE("least-loaded in a mixed fleet takes the fewest requests per KV block", "[router][mixed]") {
+  auto r = make("least-loaded", 2);
+  const Prompt p = prompt(1, 1);
+  // Replica 0: 3 requests on 1000 blocks (0.003 a block); replica 1: 8 on
+  // 4000 (0.002): 1, though it holds more requests.
+  FakeFleet f({{3}, {8}});
+  f.r_[1].capacity = 4000;
+  CHECK(r->route(p.query(), f) == 1);
+  // 12 on 4000 is 0.003 a block: a tie, to the lowest id.
+  f.r_[1].load = 12;
+  CHECK(r->route(p.query(), f) == 0);
+  // Equal pools: the plain rule (3 < 8).
+  f.r_[1] = {8};
+  CHECK(r->route(p.query(), f) == 0);
+}
+
+TEST_CASE("kv-aware in a mixed fleet weighs decode blocks by the fleet's mean pool over the replica's",
+          "[router][mixed]") {
+  // B = 16, a 10-block prompt, nothing cached or queued: logit = 10 + (active + 10) * mean / pool.
+  const Prompt p = prompt(1, 10);
+  FakeFleet f({{0, 0, 100, 0}, {0, 0, 250, 0}});
+  // Equal pools (1000): 10 + 110 = 120 vs 10 + 260 = 270 -> 0.
+  CHECK(make("kv-aware", 2)->route(p.query(), f) == 0);
+  // Replica 1 with 4000 blocks: mean 2500; replica 0: 10 + 110 * 2.5 = 285,
+  // replica 1: 10 + 260 * 0.625 = 172.5 -> 1.
+  f.r_[1].capacity = 4000;
+  CHECK(make("kv-aware", 2)->route(p.query(), f) == 1);
+}
+
 TEST_CASE("kv-aware scores cached blocks against prefill and decode load (Dynamo's logit)", "[router]") {
   // B = 16, a 10-block prompt. logit = w * (queued + 160 - 16 * overlap) / 16 + active + 10 - overlap.
   const Prompt p = prompt(1, 10);

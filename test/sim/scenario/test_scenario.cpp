@@ -103,3 +103,59 @@ TEST_CASE("expert parallelism over the replicas frees KV memory and needs a MoE 
   s.profile = "roofline";
   CHECK_NOTHROW(resolve_scenario(s));
 }
+
+namespace scenario_test {
+// The InputError text `f` throws, "" when none.
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace scenario_test
+
+TEST_CASE("replica groups read a GPU, tp and x per group, in order, with ':' or ',' between keys",
+          "[scenario][mixed]") {
+  const auto g = parse_replica_groups("h100-sxm-80gb:tp=2:x=4; a100-80gb:x=2,tp=4 ;l40s-48gb", 1);
+  REQUIRE(g.size() == 3);
+  CHECK((g[0].gpu == "h100-sxm-80gb" && g[0].tp == 2 && g[0].count == 4));
+  CHECK((g[1].gpu == "a100-80gb" && g[1].tp == 4 && g[1].count == 2));
+  CHECK((g[2].gpu == "l40s-48gb" && g[2].tp == 1 && g[2].count == 1));  // the defaults: --tp, one replica
+  CHECK(parse_replica_groups("l40s-48gb", 8)[0].tp == 8);
+
+  Scenario s;
+  s.replica_groups = "h100-sxm-80gb:tp=2:x=4;a100-80gb:tp=4:x=2";
+  CHECK(fleet_replicas(s) == 6);
+  const std::vector<Scenario> parts = group_scenarios(s);
+  REQUIRE(parts.size() == 2);
+  CHECK((parts[1].gpu == "a100-80gb" && parts[1].tp == 4 && parts[1].replicas == 2 && parts[1].replica_groups.empty()));
+  CHECK(to_json(s)["replica_groups"] == s.replica_groups);
+  CHECK_FALSE(to_json(Scenario{}).contains("replica_groups"));  // unset: not echoed (reports unchanged)
+}
+
+TEST_CASE("bad replica groups are refused naming --replica-groups", "[scenario][mixed]") {
+  using scenario_test::error_of;
+  for (const char* bad : {"h100-sxm-80gb:x=0", "h100-sxm-80gb:tp=3.5", "h100-sxm-80gb:y=2", ";", "h100-sxm-80gb;",
+                          ":x=2", "h100-sxm-80gb:x=4097", "a:x=4000;b:x=97", "h100-sxm-80gb:tp=0"}) {
+    INFO(bad);
+    const std::string e = error_of([&] { parse_replica_groups(bad, 1); });
+    CHECK(e.rfind("--replica-groups", 0) == 0);
+  }
+  Scenario s;
+  s.replica_groups = "h100-sxm-80gb:x=2";
+  s.replicas = 2;
+  CHECK(error_of([&] { validate(s); }).rfind("--replicas:", 0) == 0);
+  s.replicas = 1;
+  s.mode = "cache";
+  CHECK(error_of([&] { validate(s); }).find("engine mode") != std::string::npos);
+  s.mode = "engine";
+  s.prefill_replicas = s.decode_replicas = 1;
+  CHECK(error_of([&] { validate(s); }).rfind("--replica-groups", 0) == 0);
+  s.prefill_replicas = s.decode_replicas = 0;
+  CHECK(error_of([&] { validate(s); }).empty());
+  s.replica_groups = "no-such-gpu:x=2";
+  CHECK(error_of([&] { group_pools(s, resolve_scenario(s)); }).find("no-such-gpu") != std::string::npos);
+}
