@@ -436,8 +436,9 @@ std::string render_report_html(const RunReport& r) {
   card(out, pct(r.prefix_cache.block_hit_rate), "block hit rate");
   card(out, pct(r.prefix_cache.ideal_hit_rate), "ideal hit rate (infinite cache)");
   // The pool in the units a planner sizes it in: bytes and tokens, blocks beside.
-  const std::string blocks =
-      std::to_string(r.kv_cache.num_blocks) + " blocks of " + std::to_string(r.kv_cache.block_size) + " tokens";
+  const std::string blocks = std::to_string(r.kv_cache.num_blocks) + " blocks of " +
+                             std::to_string(r.kv_cache.block_size) + " tokens" +
+                             (r.groups.empty() ? "" : "; a replica of the first group");
   if (r.kv_cache.bytes_per_block > 0)
     card(out,
          num("%.1f GiB", static_cast<double>(r.kv_cache.num_blocks) * static_cast<double>(r.kv_cache.bytes_per_block) /

@@ -20,6 +20,7 @@
 #include "sim/kv/block_pool.h"
 #include "sim/base/error.h"
 #include "sim/engine/cache_replay.h"
+#include "traces/hot_prefixes.h"
 
 namespace prefixsim {
 
@@ -387,27 +388,9 @@ TraceAnalysis PrefixAnalyzer::Impl::finish() {
   forest = Forest(edges.begin(), edges.end(), hash.size());
   std::vector<std::pair<uint32_t, uint32_t>>().swap(edges);
 
-  // Hottest prefixes: maximal ones (no child hit as often), by tokens saved.
-  using Cand = std::pair<int64_t, uint32_t>;  // (tokens saved, vertex); min-heap keeps the top k
-  auto worse = [](const Cand& x, const Cand& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; };
-  std::priority_queue<Cand, std::vector<Cand>, decltype(worse)> top(worse);
-  for (uint32_t v = 0; v < hash.size(); ++v) {
-    if (reuse[v] == 0) continue;
-    bool maximal = true;
-    for (auto [e, end] = boost::out_edges(v, forest); e != end; ++e)
-      if (reuse[boost::target(*e, forest)] == reuse[v]) maximal = false;
-    if (!maximal) continue;
-    const int64_t saved = static_cast<int64_t>(reuse[v]) * (depth[v] + 1) * B;
-    top.emplace(saved, v);
-    if (top.size() > opts.top_k) top.pop();
-  }
-  std::vector<Cand> best;
-  while (!top.empty()) {
-    best.push_back(top.top());
-    top.pop();
-  }
-  std::reverse(best.begin(), best.end());
-  for (const auto& [saved, v] : best) {
+  // Hottest prefixes: maximal ones, by tokens saved (traces/hot_prefixes.h).
+  const std::vector<RankedPrefix> best = rank_hot_prefixes(parent, depth, reuse, B, opts.top_k, kNone);
+  for (const auto& [saved, v] : best) {  // tokens saved, the prefix's last vertex
     HotPrefix h;
     h.depth_blocks = depth[v] + 1;
     h.tokens = static_cast<int64_t>(h.depth_blocks) * B;
@@ -417,7 +400,7 @@ TraceAnalysis PrefixAnalyzer::Impl::finish() {
     h.hash = to_hex(hash[v]);
     a.hottest.push_back(h);
   }
-  hottest_vertex = best.empty() ? kNone : best.front().second;
+  hottest_vertex = best.empty() ? kNone : best.front().vertex;
 
   // LRU curve: hit tokens at capacity C = sum of the histogram below C.
   const auto& hist = hit_tokens_at_max_distance;

@@ -8,6 +8,7 @@
 #include "sim/cli/options.h"
 #include "sim/base/error.h"
 #include "sim/base/json_out.h"
+#include "sim/scenario/scenario.h"
 #include "traces/analysis.h"
 #include "traces/trace_reader.h"
 
@@ -25,13 +26,14 @@ struct AnalyzeSettings {
   std::unique_ptr<EvictionPolicy> lru;
 };
 
-// The flags as the analyzer's and the reader's options (exit 2 past a range).
-AnalyzeSettings analyze_settings(const po::variables_map& vm) {
+// The flags as the analyzer's and the reader's options (exit 2 past a
+// range). The ones a run shares (trace, its format, block sizes, sort, out)
+// come from the scenario table, checked with its ranges.
+AnalyzeSettings analyze_settings(const po::variables_map& vm, const Scenario& s) {
   AnalyzeSettings st;
   AnalysisOptions& ao = st.ao;
   TraceOptions& to = st.to;
-  ao.block_size = vm["block-size"].as<int32_t>();
-  if (ao.block_size <= 0 || ao.block_size > 65536) throw InputError("analyze: --block-size must be in 1..65536");
+  ao.block_size = s.block_size;
   ao.top_k = vm["top"].as<size_t>();
   ao.window_s = vm["window"].as<double>();
   if (!(ao.window_s > 0)) throw InputError("analyze: --window must be positive");
@@ -50,16 +52,14 @@ AnalyzeSettings analyze_settings(const po::variables_map& vm) {
   ao.max_distinct_blocks = vm["max-distinct-blocks"].as<uint64_t>();
   if (ao.max_distinct_blocks < 1 || ao.max_distinct_blocks > (uint64_t{1} << 32) - 2)
     throw InputError("analyze: --max-distinct-blocks must be in [1, 2^32 - 2] (block ids are 32-bit)");
-  to.format = vm["format"].as<std::string>();
-  to.trace_block_size = vm["trace-block-size"].as<int32_t>();
-  if (to.trace_block_size < 0) throw InputError("analyze: --trace-block-size must be >= 0");
-  to.sort = vm.count("sort") > 0;
+  to.format = s.format;
+  to.trace_block_size = s.trace_block_size;
+  to.sort = s.sort;
   return st;
 }
 
 // Refused before the trace is read: outputs that are not regular files or are the trace.
-void check_analyze_outputs(const po::variables_map& vm, const std::string& path) {
-  const std::string dir = vm["out"].as<std::string>();
+void check_analyze_outputs(const po::variables_map& vm, const std::string& dir, const std::string& path) {
   check_output_dir(dir, "--out");
   for (const char* name : {"/analysis.json", "/analysis.md"}) {
     check_output_file(dir + name, "--out");
@@ -73,8 +73,8 @@ void check_analyze_outputs(const po::variables_map& vm, const std::string& path)
 
 // Reads the trace through the analyzer, writes analysis.json, analysis.md (and
 // the Graphviz file) together, and prints the headline.
-void analyze_and_write(const po::variables_map& vm, const std::string& path, AnalyzeSettings& st) {
-  const std::string dir = vm["out"].as<std::string>();
+void analyze_and_write(const po::variables_map& vm, const std::string& dir, const std::string& path,
+                       AnalyzeSettings& st) {
   auto src = open_trace(path, st.to);
   PrefixAnalyzer an(st.ao, std::move(st.lru));
   Request r;
@@ -108,13 +108,8 @@ void analyze_and_write(const po::variables_map& vm, const std::string& path, Ana
 
 int cmd_analyze(const Args& args) {
   po::options_description opts("options");
+  add_scenario_options(opts, kForAnalyze);  // trace (or -), format, block sizes, sort, out
   opts.add_options()
-      ("trace", po::value<std::string>(), "trace file (any supported format, optionally compressed), or -")
-      ("block-size", po::value<int32_t>()->default_value(16), "engine block size in tokens")
-      ("trace-block-size", po::value<int32_t>()->default_value(0),
-       "tokens per trace hash id (0: the format's default, 512 for Mooncake, 16 for Bailian)")
-      ("format", po::value<std::string>()->default_value("auto"), "trace format: auto, native, mooncake, bailian, kvcache-tester")
-      ("sort", "accept a trace whose timestamps go backwards by sorting it (buffers it in memory)")
       ("top", po::value<size_t>()->default_value(10), "how many hottest prefixes to list")
       ("window", po::value<double>()->default_value(60), "working-set window in seconds")
       ("lru-kv-tokens", po::value<int64_t>()->default_value(kDefaultLruKvTokens),
@@ -125,8 +120,7 @@ int cmd_analyze(const Args& args) {
       ("graphviz", po::value<std::string>(), "write the hottest prefix subtree as Graphviz DOT to FILE")
       ("max-distinct-blocks", po::value<uint64_t>()->default_value(AnalysisOptions{}.max_distinct_blocks),
        "memory bound: analyze the requests before the one that would pass this many distinct blocks (about "
-       "300 bytes each; the default, 2^25, is about 10 GB) and say how many were left out")
-      ("out", po::value<std::string>()->default_value("prefixsim-out"), "output directory");
+       "300 bytes each; the default, 2^25, is about 10 GB) and say how many were left out");
   po::positional_options_description pos;
   pos.add("trace", 1);
   po::variables_map vm;
@@ -139,11 +133,13 @@ int cmd_analyze(const Args& args) {
                   "cache size needed for 50/80/90/95 % hits. Writes analysis.json and analysis.md to --out."))
     return 0;
   if (!vm.count("trace")) throw InputError("analyze: missing the trace argument (usage: prefixsim analyze TRACE)");
-  const std::string path = vm["trace"].as<std::string>();
-  if (!valid_utf8(path)) throw InputError("analyze: TRACE: must be valid UTF-8 (it goes into analysis.json)");
-  AnalyzeSettings st = analyze_settings(vm);
-  check_analyze_outputs(vm, path);
-  analyze_and_write(vm, path, st);
+  Scenario s;
+  apply_scenario_flags(vm, kForAnalyze, s);
+  if (!valid_utf8(s.trace)) throw InputError("analyze: TRACE: must be valid UTF-8 (it goes into analysis.json)");
+  validate(s);  // the table's ranges; its messages name the flag
+  AnalyzeSettings st = analyze_settings(vm, s);
+  check_analyze_outputs(vm, s.out, s.trace);
+  analyze_and_write(vm, s.out, s.trace, st);
   return 0;
 }
 

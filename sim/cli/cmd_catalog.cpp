@@ -11,19 +11,16 @@
 #include "sim/cost/catalog.h"
 #include "sim/cost/catalog_listing.h"
 #include "sim/cost/kv_sizing.h"
+#include "sim/scenario/scenario.h"
 
 namespace prefixsim::cli {
 
 int cmd_catalog(const Args& args) {
   po::options_description opts("options");
+  add_scenario_options(opts, kForCatalog);  // block size, memory utilisation, TP, user catalogs
   opts.add_options()
-      ("block-size", po::value<int>()->default_value(16), "tokens per KV block")
-      ("gpu-mem-util", po::value<double>()->default_value(0.9), "fraction of GPU memory vLLM may use")
-      ("tp", po::value<int>()->default_value(1), "tensor-parallel degree (pool sizes are per shard)")
       ("json", "print JSON instead of tables")
       ("profile", po::value<std::string>(), "validate and show a calibrated cost-model profile instead")
-      ("model-file", po::value<std::string>(), "add the models of this YAML file (the built-in schema)")
-      ("gpu-file", po::value<std::string>(), "add the GPUs of this YAML file (the built-in schema)")
       ("check", po::value<std::string>(),
        "validate a user catalog file (a top-level models: or gpus: list) and print what it defines");
   po::positional_options_description pos;
@@ -43,17 +40,16 @@ int cmd_catalog(const Args& args) {
   const bool json = vm.count("json") > 0;
   if (vm.count("profile")) return show_profile(std::cout, vm["profile"].as<std::string>(), json);
   if (vm.count("check")) return check_catalog_file(std::cout, vm["check"].as<std::string>(), json);
-  if (vm.count("model-file")) add_user_models(vm["model-file"].as<std::string>());
-  if (vm.count("gpu-file")) add_user_gpus(vm["gpu-file"].as<std::string>());
+  Scenario s;
+  apply_scenario_flags(vm, kForCatalog, s);
+  validate(s);  // flag errors that do not depend on the model (the per-cell ones do), the table's ranges
+  if (!s.model_file.empty()) add_user_models(s.model_file);
+  if (!s.gpu_file.empty()) add_user_gpus(s.gpu_file);
 
   KvSizingInput base;
-  base.block_size = vm["block-size"].as<int>();
-  base.gpu_mem_util = vm["gpu-mem-util"].as<double>();
-  base.tp = vm["tp"].as<int>();
-  // Flag errors that do not depend on the model (the per-cell ones do).
-  if (base.block_size < 1 || base.block_size > 65536) throw InputError("--block-size: must be in [1, 65536]");
-  if (!(base.gpu_mem_util > 0 && base.gpu_mem_util <= 1)) throw InputError("--gpu-mem-util: must be in (0, 1]");
-  if (base.tp < 1 || base.tp > 64) throw InputError("--tp: must be in [1, 64]");
+  base.block_size = s.block_size;
+  base.gpu_mem_util = s.gpu_mem_util;
+  base.tp = s.tp;
 
   if (json) print_catalog_json(std::cout, base);
   else print_catalog_tables(std::cout, base);

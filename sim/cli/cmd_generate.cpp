@@ -5,6 +5,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/base/error.h"
+#include "sim/scenario/scenario.h"
 #include "traces/native_writer.h"
 #include "workloads/workload.h"
 
@@ -12,12 +13,11 @@ namespace prefixsim::cli {
 
 int cmd_generate(const Args& args) {
   po::options_description opts("options");
+  // The workload, --requests, --rate and --seed as a run takes them (each
+  // overrides the workload's own when given).
+  add_scenario_options(opts, kForGenerate);
   opts.add_options()
-      ("workload", po::value<std::string>(), "preset name or workload YAML file")
       ("output,o", po::value<std::string>(), "output trace (native JSONL), or - for standard output")
-      ("requests", po::value<int64_t>(), "number of requests (overrides the workload's)")
-      ("rate", po::value<double>(), "arrivals per second: requests, or sessions for multi-turn (overrides)")
-      ("seed", po::value<uint64_t>(), "random seed (overrides); same seed -> identical output")
       ("list", "list the built-in presets and exit")
       ("show", "print the workload's YAML (a preset's, with its documented parameters) and exit");
   po::positional_options_description pos;
@@ -47,10 +47,13 @@ int cmd_generate(const Args& args) {
     }
     throw InputError("generate: --show takes a preset name (" + presets + ")");
   }
+  Scenario s;
+  apply_scenario_flags(vm, kForGenerate, s);
+  validate(s);  // the table's ranges; its messages name the flag
   WorkloadOverrides o;
-  if (vm.count("requests")) o.requests = vm["requests"].as<int64_t>();
-  if (vm.count("rate")) o.rate = vm["rate"].as<double>();
-  if (vm.count("seed")) o.seed = vm["seed"].as<uint64_t>();
+  o.requests = s.requests;
+  o.rate = s.rate;
+  if (vm.count("seed")) o.seed = s.seed;
   if (!vm.count("output")) throw InputError("generate: missing -o FILE (or -o - for standard output)");
   const std::string out = vm["output"].as<std::string>();
 

@@ -110,7 +110,16 @@ struct Scenario {
 };
 
 // Where a setting applies (a bit mask over the commands that share the table).
-enum ScenarioCommand : unsigned { kForReplay = 1, kForCompare = 2, kForPlan = 4 };
+// analyze, catalog and generate take the few settings they share with a run
+// from the table too, so a flag means one thing with one range everywhere.
+enum ScenarioCommand : unsigned {
+  kForReplay = 1,
+  kForCompare = 2,
+  kForPlan = 4,
+  kForAnalyze = 8,
+  kForCatalog = 16,
+  kForGenerate = 32
+};
 
 // Adds the table's flags for `command` to `opts`.
 void add_scenario_options(boost::program_options::options_description& opts, ScenarioCommand command);

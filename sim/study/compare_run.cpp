@@ -12,7 +12,7 @@
 #include "sim/base/progress_line.h"
 #include "sim/cost/kv_sizing.h"
 #include "sim/engine/cache_replay.h"
-#include "sim/engine/prefix_reuse.h"
+#include "traces/prefix_reuse.h"
 #include "sim/fleet/router.h"
 #include "sim/kv/block_pool.h"
 #include "sim/scenario/kv_tiers.h"

@@ -306,6 +306,16 @@ std::vector<BadCase> bad_cases() {
       {"generate negative rate", {}, {"generate", "chatbot", "--rate", "-1", "-o", "@/out/t.jsonl"}, "--rate"},
       {"generate bad workload YAML", {{"w.yaml", "workload:\n  nosuch: 1\n"}},
        {"generate", "@/w.yaml", "-o", "@/out/t.jsonl"}, "w.yaml:1"},
+      // A flag shared with a run has the run's range (the scenario table) in every command.
+      {"generate zero requests", {}, {"generate", "chatbot", "--requests", "0", "-o", "@/out/t.jsonl"},
+       "--requests: must be in [1, 2^40]"},
+      {"analyze a block size past the table's range", {}, {"analyze", T, "--block-size", "5000"},
+       "--block-size: must be in [1, 4096]"},
+      {"analyze a trace block size past the table's range", {}, {"analyze", T, "--trace-block-size", "-1"},
+       "--trace-block-size: must be in [1, 2^20]"},
+      {"catalog a block size past the table's range", {}, {"catalog", "--block-size", "5000"},
+       "--block-size: must be in [1, 4096]"},
+      {"catalog a TP past the table's range", {}, {"catalog", "--tp", "65"}, "--tp: must be in [1, 64]"},
       {"analyze garbage trace", {{"g.jsonl", "not json\n"}}, {"analyze", "@/g.jsonl"}, "g.jsonl:1"},
       {"analyze bad Mooncake line",
        {{"mc.jsonl", R"({"timestamp":0,"input_length":-5,"output_length":1,"hash_ids":[1]})"

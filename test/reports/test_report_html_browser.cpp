@@ -113,6 +113,20 @@ TEST_CASE("report.html draws its charts in headless Chromium without errors", "[
     std::cout << "report.html screenshot: " << png << std::endl;
   }
 
+  SECTION("mixed-fleet run report: the fleet's charts and the groups' table") {
+    const std::string html = html_of_run({"replay", "--workload", "multi-turn", "--requests", "300", "--rate", "20",
+                                          "--replica-groups", "h100-sxm-80gb:x=2;a100-80gb:tp=2:x=1", "--router",
+                                          "kv-aware"},
+                                         work + "/run-mixed", "report.html");
+    CHECK(html.find("<h2>Replica groups</h2>") != std::string::npos);
+    const RenderStatus s = render(work, "mixed", html);
+    INFO("page errors: " << s.errors);
+    CHECK(s.attrs.at("done") == "yes");
+    CHECK(s.get("charts") >= 3);
+    CHECK(s.get("drawn") == s.get("charts"));
+    CHECK(s.get("errors") == 0);
+  }
+
   SECTION("cache-mode run report: one chart over requests, no latency charts") {
     const RenderStatus s = render(
         work, "cache",

@@ -5,6 +5,8 @@
 
 #include "policies/registry.h"
 #include "traces/analysis.h"
+#include "traces/hot_prefixes.h"
+#include "traces/prefix_reuse.h"
 #include "workloads/workload.h"
 
 using namespace prefixsim;
@@ -247,4 +249,52 @@ TEST_CASE("analyze stops before the distinct-block cap and says how many request
   o.max_distinct_blocks = 1;
   PrefixAnalyzer an(o);
   CHECK(analyze(trace, &an).requests == 0);
+}
+
+TEST_CASE("the hot-prefix ranking keeps maximal prefixes by tokens saved, ties to the lower vertex",
+          "[analysis][hot]") {
+  // A forest of block size 4 (parent, depth, reuse):
+  //   0 (root, reuse 5) -> 1 (reuse 5) -> 2 (reuse 2): 1 covers 0 (same reuse), 2 does not cover 1.
+  //   3 (root, reuse 3) -> 4 (reuse 0)
+  //   5 (root, reuse 6)
+  // Maximal: 1 (5 x 2 blocks x 4 = 40 tokens), 2 (2 x 3 x 4 = 24), 3 (3 x 1 x 4 = 12),
+  // 5 (6 x 1 x 4 = 24). Not 0 (covered by 1), not 4 (never reused). 2 and 5 tie at 24: the lower vertex first.
+  constexpr uint32_t kNone = UINT32_MAX;
+  const std::vector<uint32_t> parent = {kNone, 0, 1, kNone, 3, kNone};
+  const std::vector<uint32_t> depth = {0, 1, 2, 0, 1, 0};
+  const std::vector<uint64_t> reuse = {5, 5, 2, 3, 0, 6};
+  const auto all = rank_hot_prefixes(parent, depth, reuse, 4, 10, kNone);
+  REQUIRE(all.size() == 4);
+  CHECK((all[0].vertex == 1 && all[0].tokens_saved == 40));
+  CHECK((all[1].vertex == 2 && all[1].tokens_saved == 24));
+  CHECK((all[2].vertex == 5 && all[2].tokens_saved == 24));
+  CHECK((all[3].vertex == 3 && all[3].tokens_saved == 12));
+  // The top 2 are the first 2 of the whole ranking; none for k = 0.
+  const auto two = rank_hot_prefixes(parent, depth, reuse, 4, 2, kNone);
+  REQUIRE(two.size() == 2);
+  CHECK((two[0].vertex == 1 && two[1].vertex == 2));
+  CHECK(rank_hot_prefixes(parent, depth, reuse, 4, 0, kNone).empty());
+}
+
+TEST_CASE("analyze and compare's reuse explanation list the same hot prefixes", "[analysis][hot]") {
+  workloads::WorkloadOverrides w;
+  w.requests = 400;
+  auto src = workloads::make_workload("multi-turn", w);
+  std::vector<Request> rs;
+  for (Request r; src->next(r);) rs.push_back(r);
+  AnalysisOptions o;
+  o.block_size = 16;
+  o.top_k = 8;
+  PrefixAnalyzer an(o);
+  for (const Request& r : rs) an.add(r);
+  const TraceAnalysis a = an.finish();
+  const std::vector<PrefixReuse> reuse = hot_prefix_reuse(prepare_trace(std::span<const Request>(rs), 16), 8);
+  REQUIRE(a.hottest.size() == reuse.size());
+  REQUIRE_FALSE(reuse.empty());
+  for (size_t i = 0; i < reuse.size(); ++i) {
+    INFO(i);
+    CHECK(a.hottest[i].tokens_saved == reuse[i].tokens_saved);
+    CHECK(a.hottest[i].depth_blocks == reuse[i].blocks);
+    CHECK(a.hottest[i].reuse == reuse[i].reuses);
+  }
 }

@@ -1,6 +1,8 @@
-#include "sim/engine/prefix_reuse.h"
+#include "traces/prefix_reuse.h"
 
 #include <algorithm>
+
+#include "traces/hot_prefixes.h"
 
 namespace prefixsim {
 
@@ -31,28 +33,18 @@ std::vector<PrefixReuse> hot_prefix_reuse(const PreparedTrace& trace, size_t top
       }
     }
   }
-  // Maximal: no child hit as often.
-  std::vector<uint8_t> covered(n, 0);
-  for (uint32_t k = 0; k < n; ++k)
-    if (reuse[k] > 0 && parent[k] != kNoKey && reuse[parent[k]] == reuse[k]) covered[parent[k]] = 1;
-  const int64_t B = trace.block_size;
-  std::vector<std::pair<int64_t, uint32_t>> ranked;  // (tokens saved, key)
-  for (uint32_t k = 0; k < n; ++k)
-    if (reuse[k] > 0 && !covered[k]) ranked.emplace_back(static_cast<int64_t>(reuse[k]) * (depth[k] + 1) * B, k);
-  const size_t keep = std::min(top_k, ranked.size());
-  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep), ranked.end(),
-                    [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+  const std::vector<RankedPrefix> ranked = rank_hot_prefixes(parent, depth, reuse, trace.block_size, top_k, kNoKey);
 
   std::vector<PrefixReuse> out;
   std::vector<uint8_t> in_prefix(n, 0);
   std::vector<uint32_t> stamp(n, 0);  // epoch of the last count of each key
-  for (size_t r = 0; r < keep; ++r) {
-    const uint32_t last = ranked[r].second;
+  for (const RankedPrefix& hot : ranked) {
+    const uint32_t last = hot.vertex;
     PrefixReuse p;
     p.last = trace.key_hashes[last];
     p.blocks = depth[last] + 1;
     p.reuses = reuse[last];
-    p.tokens_saved = ranked[r].first;
+    p.tokens_saved = hot.tokens_saved;
     for (uint32_t k = last; k != kNoKey; k = parent[k]) in_prefix[k] = 1;
     // Between two uses, count the distinct other blocks touched.
     uint32_t epoch = 1;

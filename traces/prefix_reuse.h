@@ -1,7 +1,6 @@
 // Why a policy keeps or loses a hot prefix: the hottest shared prefixes of
-// a prepared trace (the same ones `prefixsim analyze` lists: maximal
-// prefixes, none of whose children is hit as often, ranked by the tokens
-// an unbounded cache saves on them) and their reuse distance in blocks:
+// a prepared trace (the same ones `prefixsim analyze` lists, ranked by
+// traces/hot_prefixes.h) and their reuse distance in blocks:
 // from one use of the prefix to the next, the distinct blocks touched, its
 // own included. That is the LRU stack distance of its deepest block plus
 // one, the analyzer's convention: a request's blocks become most recent
