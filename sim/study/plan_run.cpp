@@ -136,6 +136,7 @@ class Planner {
 
  private:
   Shape make_shape(Shape s, const std::vector<size_t>& at) const;
+  RunBlocks largest_blocks(const Shape& s, std::vector<FleetPool> pools) const;
   double gpu_hour(const GpuSpec& gpu) const;
   void build_shapes();
   void refuse_what_cannot_run() const;
@@ -196,6 +197,33 @@ double Planner::gpu_hour(const GpuSpec& gpu) const {
   return gpu.cost_per_hour;
 }
 
+// A two-pool shape's pool k as messages name it.
+std::string pool_name(const Shape& s, size_t k) {
+  return k == 0 ? (s.mixed ? "first group" : "prefill") : (s.mixed ? "second group" : "decode");
+}
+
+// The blocks of the shape's largest fleet: --max-replicas replicas (split or
+// a mix: of each pool, `pools`).
+RunBlocks Planner::largest_blocks(const Shape& s, std::vector<FleetPool> pools) const {
+  if (!s.two_pools()) {
+    Scenario largest = s.scenario;
+    largest.replicas = static_cast<int32_t>(o_.max_replicas);
+    return run_blocks(largest, s.sizing, scenario_tiers(s.scenario, *s.resolved.model));
+  }
+  RunBlocks all;
+  all.replicas = 2 * o_.max_replicas;
+  for (size_t k = 0; k < pools.size(); ++k) {
+    FleetPool& pool = pools[k];
+    pool.scenario.replicas = static_cast<int32_t>(o_.max_replicas);
+    const RunBlocks b = run_blocks(pool.scenario, pool.kv, scenario_tiers(pool.scenario, *pool.resolved.model));
+    for (RunBlocks::Part part : b.parts) {
+      part.what = pool_name(s, k) + " " + part.what;
+      all.parts.push_back(part);
+    }
+  }
+  return all;
+}
+
 // `s` says the kind (aggregated, split, mix), its TPs and GPUs; this adds
 // its scenario, pools, prices and largest fleet, or why it cannot run.
 Shape Planner::make_shape(Shape s, const std::vector<size_t>& at) const {
@@ -217,18 +245,14 @@ Shape Planner::make_shape(Shape s, const std::vector<size_t>& at) const {
     extras += s.extra.back() * o_.extra_costs[d];
   }
   std::vector<FleetPool> pools;  // split: prefill, decode; a mix: its groups
-  const auto pool_name = [&](const FleetPool& pool) {
-    return std::string(&pool == &pools[0] ? (s.mixed ? "the first group" : "the prefill")
-                                          : (s.mixed ? "the second group" : "the decode"));
-  };
   try {  // what the TPs decide: a default TP the model cannot take is only listed
     validate(s.scenario);
     s.resolved = resolve_scenario(s.scenario);
     s.sizing = size_kv_pool(kv_sizing_input(s.scenario, s.resolved));
     if (s.sizing.num_blocks < 2) throw InputError("the KV pool has fewer than 2 blocks");
     pools = fleet_pools(s.scenario, s.resolved);
-    for (const FleetPool& pool : pools)
-      if (pool.kv.num_blocks < 2) throw InputError(pool_name(pool) + " pool's KV pool has fewer than 2 blocks");
+    for (size_t k = 0; k < pools.size(); ++k)
+      if (pools[k].kv.num_blocks < 2) throw InputError("the " + pool_name(s, k) + " pool's KV pool has fewer than 2 blocks");
   } catch (const InputError& e) {
     s.refusal = e.what();
     // Asked for by name (an explicit TP list, a mix, a group's own server): exit 2.
@@ -239,20 +263,7 @@ Shape Planner::make_shape(Shape s, const std::vector<size_t>& at) const {
   s.cost_per_replica = gpu_hour(*(pools.empty() ? s.resolved : pools[0].resolved).gpu) * tp + extras;
   if (s.two_pools()) s.cost_per_decode = gpu_hour(*pools[1].resolved.gpu) * decode_tp + extras;
   try {  // what the resource values decide: always the user's
-    if (!s.two_pools()) {
-      Scenario largest = s.scenario;
-      largest.replicas = static_cast<int32_t>(o_.max_replicas);
-      s.largest = run_blocks(largest, s.sizing, scenario_tiers(s.scenario, *s.resolved.model));
-    }
-    if (s.two_pools()) s.largest.replicas = 2 * o_.max_replicas;
-    for (FleetPool& pool : pools) {  // split or mix: both pools at --max-replicas
-      pool.scenario.replicas = static_cast<int32_t>(o_.max_replicas);
-      const RunBlocks b = run_blocks(pool.scenario, pool.kv, scenario_tiers(pool.scenario, *pool.resolved.model));
-      for (RunBlocks::Part part : b.parts) {
-        part.what = pool_name(pool).substr(4) + " " + part.what;
-        s.largest.parts.push_back(part);
-      }
-    }
+    s.largest = largest_blocks(s, pools);
   } catch (const InputError& e) {
     s.refusal = e.what();
     s.refusal_fatal = true;
