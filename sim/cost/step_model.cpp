@@ -17,7 +17,7 @@ extern const std::string_view kStepModelJson;  // generated from sim/cost/catalo
 namespace {
 
 constexpr const char* kTermNames[kNumStepTerms] = {
-    "bw_inv", "kv_bw_inv", "flops_inv", "attn_inv", "link_inv", "layer_s", "collective_inv",
+    "bw_inv", "kv_bw_inv", "flops_inv", "attn_inv", "link_inv", "layer_s", "step_s", "collective_inv",
     "host_step_s", "host_seq_s", "request_s", "tokenize_s"};
 
 }  // namespace
@@ -35,6 +35,7 @@ StepTerms roofline_terms() {
   t[kAttnInv] = 1.0 / o.attn_efficiency;
   t[kLinkInv] = 1.0 / o.link_efficiency;
   t[kLayerS] = 0;
+  t[kStepS] = 0;
   t[kCollectiveInv] = 1;  // the catalog's latency estimate as it stands
   t[kHostStepS] = o.overhead_s;
   t[kHostSeqS] = 10e-6;
@@ -71,7 +72,7 @@ StepBasis step_basis(const ModelSpec& m, const GpuSpec& g, int tp, int kv_dtype_
 CostCoefficients step_model_coefficients(const StepTerms& t, const StepBasis& b) {
   CostCoefficients c;
   c.overhead_s = t[kHostStepS];
-  c.device_overhead_s = t[kLayerS] * b.layers + t[kCollectiveInv] * b.collectives;
+  c.device_overhead_s = t[kLayerS] * b.layers + t[kStepS] + t[kCollectiveInv] * b.collectives;
   c.linear_s_per_token = t[kFlopsInv] * b.linear;
   c.weight_floor_s = t[kBwInv] * b.weights;
   c.expert_read_s = t[kBwInv] * b.experts;
@@ -107,6 +108,7 @@ StepFeatures step_features(const StepTerms& t, const StepBasis& b, const BatchSu
   f.device[kAttnInv] = b.attn * padded.attn_units;
   f.device[kLinkInv] = b.allreduce_bytes * n;
   f.device[kLayerS] = b.layers;
+  f.device[kStepS] = 1;
   f.device[kCollectiveInv] = b.collectives;
   f.host[kHostStepS] = 1;
   f.host[kHostSeqS] = seqs;
@@ -153,6 +155,7 @@ StepModel parse_step_model(const std::string& text, const std::string& file) {
   }
   for (int k = 0; k < kNumStepTerms; ++k) {
     const std::string name = kTermNames[k];
+    if (k == kStepS && !j["terms"].contains(name)) continue;  // added later: a model fitted without it has none
     if (!j["terms"].contains(name)) fail("terms." + name, "missing");
     const nlohmann::json& v = j["terms"][name];
     if (!v.is_number()) fail("terms." + name, "must be a number");

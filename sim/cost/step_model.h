@@ -14,6 +14,8 @@
 //   link_inv      1 / the achieved fraction of the GPU link's bandwidth in TP all-reduces
 //   layer_s       device seconds per layer per step: kernels' fixed floors (norms, rotary,
 //                 small GEMMs' tails, graph replay), paid whatever the batch
+//   step_s        device seconds per step whatever the model's depth: the embedding gather,
+//                 the final norm and lm_head's tail, sampling, the graph launch
 //   collective_inv  multiplies the catalog's small-message all-reduce latency of the GPU's
 //                 link (NVLink or PCIe), paid per peer (TP - 1) by each of a step's 2 x layers
 //                 all-reduces at TP > 1
@@ -27,7 +29,7 @@
 //   device = flops_inv * (B.linear * n [compute-bound] + B.lm_head * S)
 //          + bw_inv * B.weights(n) [weight-bound] + kv_bw_inv * B.kv * K
 //          + attn_inv * B.attn * A + link_inv * B.allreduce_bytes * n
-//          + layer_s * L + collective_inv * B.collectives
+//          + layer_s * L + step_s + collective_inv * B.collectives
 //   host   = host_step_s + host_seq_s * S
 // where n is the padded token count, S sequences, K context tokens, A attention
 // units (cost_model.h), L layers, and the linear layers take
@@ -56,6 +58,7 @@ enum StepTerm : int {
   kAttnInv,
   kLinkInv,
   kLayerS,
+  kStepS,
   kCollectiveInv,
   kHostStepS,
   kHostSeqS,

@@ -14,9 +14,10 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// The scale of a term that starts at 0 (layer_s): its prior pulls toward 0
-// in units of 10 us, a kernel-launch-sized time.
-constexpr double kZeroTermScale = 1e-5;
+// The scale of a term that starts at 0: its prior pulls toward 0 in units
+// of 10 us per layer (layer_s, a kernel-launch-sized time), or per step of
+// what that is on a 32-layer model (step_s), so both weigh alike.
+double zero_term_scale(int term) { return term == kStepS ? 32 * 1e-5 : 1e-5; }
 
 struct Row {
   StepTerms a{};
@@ -68,7 +69,7 @@ StepTerms solve(const std::vector<Row>& rows, const StepTerms& current, const St
   for (int j = 0; j < n; ++j) {
     const int k = active[static_cast<size_t>(j)];
     const double s0 = start[static_cast<size_t>(k)];
-    const double scale = s0 > 0 ? s0 : kZeroTermScale;
+    const double scale = s0 > 0 ? s0 : zero_term_scale(k);
     std::vector<double> row(static_cast<size_t>(n));
     row[static_cast<size_t>(j)] = prior / scale;
     a.push_back(row);
@@ -161,7 +162,7 @@ StepTerms fit_terms(const std::vector<ObservedRun>& runs, const StepTerms& from,
       if (cj < j) {
         moved = 0;
         for (size_t k = 0; k < t.size(); ++k) {
-          const double scale = std::max(std::fabs(t[k]), k == kLayerS ? kZeroTermScale : 1e-12);
+          const double scale = std::max(std::fabs(t[k]), k == kLayerS || k == kStepS ? zero_term_scale(static_cast<int>(k)) : 1e-12);
           moved = std::max(moved, std::fabs(cand[k] - t[k]) / scale);
         }
         t = cand;

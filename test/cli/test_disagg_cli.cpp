@@ -153,7 +153,10 @@ TEST_CASE("a slower link moves the same bytes more slowly and lengthens TTFT", "
     REQUIRE(r.rc == 0);
   }
   const json fast = json_of(dir + "/50/report.json"), slow = json_of(dir + "/1/report.json");
-  CHECK(slow["disagg"]["transfers"]["bytes"] == fast["disagg"]["transfers"]["bytes"]);
+  // About the same bytes: what the decode instance lacks at its lookup, whose
+  // cache the link's timing moves a little (here 0.1 %).
+  CHECK(slow["disagg"]["transfers"]["bytes"].get<double>() ==
+        Approx(fast["disagg"]["transfers"]["bytes"].get<double>()).epsilon(0.01));
   CHECK(slow["disagg"]["transfers"]["mean_ms"].get<double>() >
         10 * fast["disagg"]["transfers"]["mean_ms"].get<double>());
   CHECK(slow["disagg"]["ttft_parts_ms"]["transfer"]["mean"].get<double>() >

@@ -108,7 +108,9 @@ TEST_CASE("a router reading load sampled every period sees less than is there; p
     std::vector<std::string> a = {"replay", "--replicas", "4", "--router", "llm-d:kv-util=2,queue=2", "--out",
                                   dir + "/" + out};
     a.insert(a.end(), more.begin(), more.end());
-    return run_cli(args(a, {"--workload", "multi-turn", "--requests", "200", "--rate", "40"}));
+    // 80 sessions/s: a 1 s sample serves ~80 decisions, enough for the herd
+    // to show whatever the step prices (at 40/s it was within noise).
+    return run_cli(args(a, {"--workload", "multi-turn", "--requests", "200", "--rate", "80"}));
   };
   REQUIRE(replay("plain", {}).rc == 0);
   REQUIRE(replay("zero", {"--router-scrape-ms", "0"}).rc == 0);

@@ -126,6 +126,7 @@ TEST_CASE("calibrate recovers the terms that generated the observed runs", "[cal
   truth[kKvBwInv] = 1.7;
   truth[kFlopsInv] = 2.2;
   truth[kLayerS] = 25e-6;
+  truth[kStepS] = 0.6e-3;
   truth[kRequestS] = 3e-3;
   // Models of other sizes, layer counts, KV widths and prompt lengths, so
   // that each term moves the runs differently.
@@ -135,13 +136,15 @@ TEST_CASE("calibrate recovers the terms that generated the observed runs", "[cal
       measured_under(synthetic("r3", "qwen2.5-7b", 1, 1.0, 120, false, 1200), truth),
       measured_under(synthetic("r4", "llama-3.2-1b", 1, 8.0, 20, true, 1500), truth),
       measured_under(synthetic("r5", "mistral-nemo-12b", 1, 3.0, 50, false, 600), truth),
+      // 80 layers: per-layer and per-step time part ways.
+      measured_under(synthetic("r6", "llama-3.1-70b", 4, 1.0, 40, true, 800), truth),
   };
   CalibrateOptions o;
   o.prior_weight = 0;
   o.iterations = 30;
   o.tolerance = 1e-7;
   o.threads = 2;
-  o.free_terms = {kBwInv, kKvBwInv, kFlopsInv, kLayerS, kRequestS};
+  o.free_terms = {kBwInv, kKvBwInv, kFlopsInv, kLayerS, kStepS, kRequestS};
   const CalibrateResult res = calibrate_runs(runs, StepModel{}, o);
   for (int k : o.free_terms) {
     INFO(step_term_name(k));
@@ -221,4 +224,34 @@ TEST_CASE("a step model round-trips through its JSON and refuses bad terms", "[c
   CHECK_THROWS_WITH(parse_step_model(text, "m.json"), Catch::Matchers::Contains("m.json: field 'terms.bw_inv'"));
   CHECK(is_step_model_text(step_model_text(m)));
   CHECK_FALSE(is_step_model_text("{\"schema\": \"prefixsim.profile/1\"}"));
+  // A model fitted before step_s existed (no such term) reads with none.
+  std::string older = step_model_text(m);
+  const size_t step = older.find("    \"step_s\": 0.0,\n");
+  REQUIRE(step != std::string::npos);
+  older.erase(step, std::string("    \"step_s\": 0.0,\n").size());
+  CHECK(parse_step_model(older, "old.json").terms == m.terms);
+}
+
+TEST_CASE("step_s is device time once per step, whatever the depth; layer_s once per layer", "[calibrate]") {
+  StepTerms t = roofline_terms();
+  const ModelSpec& shallow = find_model("llama-3.2-1b");  // 16 layers
+  const ModelSpec& deep = find_model("llama-2-7b");       // 32 layers
+  const GpuSpec& gpu = find_gpu("h100-sxm-80gb");
+  for (const ModelSpec* m : {&shallow, &deep}) {
+    const StepBasis b = step_basis(*m, gpu, 1);
+    t[kStepS] = 0;
+    t[kLayerS] = 0;
+    const double base = step_model_coefficients(t, b).device_overhead_s;
+    t[kStepS] = 1e-3;
+    CHECK(step_model_coefficients(t, b).device_overhead_s - base == Approx(1e-3));
+    t[kStepS] = 0;
+    t[kLayerS] = 1e-5;
+    CHECK(step_model_coefficients(t, b).device_overhead_s - base == Approx(1e-5 * m->layers));
+  }
+  // Its feature is 1 per step (what calibrate fits it by).
+  BatchSummary one;
+  one.seqs = 4;
+  one.new_tokens = 4;
+  one.context_tokens = 4000;
+  CHECK(step_features(t, step_basis(deep, gpu, 1), one).device[kStepS] == 1);
 }
