@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "reports/latency.h"
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
+#include "sim/base/text_fields.h"
+#include "sim/base/yaml_doc.h"
 #include "sim/cost/catalog.h"
 #include "traces/byte_stream.h"
 #include "traces/trace_reader.h"
@@ -27,6 +30,10 @@ class Doc {
     j_ = json::parse(text, nullptr, false);
     if (j_.is_discarded()) throw InputError(file + ": not valid JSON");
     if (!j_.is_object()) throw InputError(file + ": not a JSON object");
+  }
+  // A document already parsed (a YAML file as JSON values).
+  Doc(const std::string& file, json j) : file_(file), j_(std::move(j)) {
+    if (!j_.is_object()) throw InputError(file + ": not a mapping");
   }
   const json& root() const { return j_; }
   [[noreturn]] void fail(const std::string& field, const std::string& msg) const {
@@ -465,6 +472,105 @@ void read_vllm_bench(const Doc& b, ObservedRun& run, uint64_t seed) {
   else run.notes.push_back("arrivals: drawn again at the recorded rate and burstiness (vllm bench keeps no times)");
 }
 
+// ---- kubernetes-sigs/inference-perf: its report folder ------------------
+
+// A YAML tree as JSON values: mappings, lists, and scalars as numbers,
+// booleans or strings (what YAML 1.2's core schema reads them as).
+json yaml_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    json o = json::object();
+    for (const auto& kv : n) o[kv.first.Scalar()] = yaml_json(kv.second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    json a = json::array();
+    for (const auto& v : n) a.push_back(yaml_json(v));
+    return a;
+  }
+  if (!n.IsScalar()) return nullptr;
+  const std::string& v = n.Scalar();
+  if (n.Tag() != "!") {  // unquoted: a number or a boolean when it reads as one
+    if (v == "true" || v == "True") return true;
+    if (v == "false" || v == "False") return false;
+    if (v == "null" || v == "~") return nullptr;
+    if (const auto i = to_number<int64_t>(v)) return *i;
+    if (const auto d = to_number<double>(v); d && std::isfinite(*d)) return *d;
+  }
+  return v;
+}
+
+// inference-perf's summary statistics (seconds; "median" for p50) in ms.
+MeasuredStat seconds_stat(const Doc& d, const std::string& path, bool need_mean) {
+  MeasuredStat s;
+  if (!d.find(path)) {
+    if (need_mean) d.fail(path + ".mean", "missing");
+    return s;
+  }
+  const auto one = [&](const char* key, double& out) {
+    if (d.find(path + "." + key)) out = d.num(path + "." + key, 0, 1e7) * 1e3;
+  };
+  one("mean", s.mean);
+  one("median", s.p50);
+  one("p90", s.p90);
+  one("p99", s.p99);
+  if (need_mean && std::isnan(s.mean)) d.fail(path + ".mean", "missing");
+  return s;
+}
+
+// The folder inference-perf writes (reports-YYYYMMDD-HHMMSS/): config.yaml,
+// the configuration it ran, and summary_lifecycle_metrics.json, what it
+// measured. The workload is rebuilt from the configuration as
+// shared_prefix_requests generates it: `shared_prefix` data with fixed
+// question and output lengths, `constant` load stages. What cannot be
+// rebuilt so (other data types, length distributions, Poisson or
+// concurrent loads) is refused naming the field; give the requests as a
+// trace with `trace` and `measured` instead.
+void read_inference_perf(const std::string& dir, ObservedRun& run, uint64_t seed) {
+  const std::string cfg_path = (fs::path(dir) / "config.yaml").string();
+  const Doc cfg(cfg_path, yaml_json(load_yaml_strict(read_whole_file(cfg_path, "inference-perf config"), cfg_path)));
+  const std::string rep_path = (fs::path(dir) / "summary_lifecycle_metrics.json").string();
+  const Doc rep(rep_path, read_whole_file(rep_path, "inference-perf report"));
+  if (cfg.str("data.type") != "shared_prefix")
+    cfg.fail("data.type", "only shared_prefix data is rebuilt (got " + cfg.str("data.type") +
+                              "); give the requests as a trace with measured figures instead");
+  for (const char* field : {"question_distribution", "output_distribution"})
+    if (cfg.find(std::string("data.shared_prefix.") + field))
+      cfg.fail(std::string("data.shared_prefix.") + field, "length distributions are not rebuilt (fixed lengths only)");
+  if (cfg.str("load.type") != "constant")
+    cfg.fail("load.type", "only constant loads are rebuilt (got " + cfg.str("load.type") + ")");
+  const std::string sp = "data.shared_prefix";
+  SharedPrefixSpec spec;
+  spec.groups = cfg.integer(sp + ".num_groups", 1, 1 << 20);
+  spec.prompts_per_group = cfg.integer(sp + ".num_prompts_per_group", 1, 1 << 20);
+  spec.system_prompt_len = cfg.integer(sp + ".system_prompt_len", 0, 1 << 20);
+  spec.question_len = cfg.integer(sp + ".question_len", 0, 1 << 20);
+  spec.output_len = cfg.integer(sp + ".output_len", 1, 1 << 24);
+  spec.vocab = static_cast<int32_t>(std::min<int64_t>(find_model(run.scenario.model).vocab, 1 << 30));
+  spec.seed = cfg.find("load.base_seed") ? static_cast<uint64_t>(cfg.integer("load.base_seed", 0, int64_t{1} << 62)) : seed;
+  // The prompts as measured (tokenizing random text yields a few percent
+  // more tokens than asked for).
+  if (rep.find("successes.prompt_len.mean")) {
+    const double mean = rep.num("successes.prompt_len.mean", 1, 1 << 20);
+    spec.question_len = std::max<int64_t>(0, std::llround(mean) - spec.system_prompt_len);
+    run.notes.push_back("question length from the measured mean prompt length");
+  }
+  run.requests = shared_prefix_requests(spec, read_blis_stages(cfg, "load.stages"));
+  run.ttft = seconds_stat(rep, "successes.latency.time_to_first_token", true);
+  run.e2e = seconds_stat(rep, "successes.latency.request_latency", true);
+  const json* ignore_eos = cfg.find("server.ignore_eos");
+  if (ignore_eos && ignore_eos->is_boolean() && ignore_eos->get<bool>()) {
+    derive_tpot(run, spec.output_len);  // its own TPOT counts streamed chunks, not tokens
+  } else {
+    run.tpot = seconds_stat(rep, "successes.latency.time_per_output_token", false);
+    run.notes.push_back("server.ignore_eos is not set: outputs may have ended early; replayed at output_len");
+  }
+  if (rep.find("successes.throughput.requests_per_sec"))
+    run.throughput_rps = rep.num("successes.throughput.requests_per_sec", 0, 1e9);
+  run.failed = rep.find("failures.count") ? rep.integer("failures.count", 0, int64_t{1} << 40) : 0;
+  run.sent = static_cast<int64_t>(run.requests.size());
+  mark_failures(run);
+}
+
 // ---- prefixsim.observed/1 ----------------------------------------------
 
 ObservedRun read_native(const Doc& d, const std::string& path) {
@@ -496,6 +602,14 @@ ObservedRun read_native(const Doc& d, const std::string& path) {
     fs::path p = d.str(field);
     return (p.is_relative() ? fs::path(path).parent_path() / p : p).string();
   };
+  if (d.find("inference_perf")) {
+    // The workload and the measurements are inference-perf's report folder.
+    if (d.find("trace") || d.find("measured") || d.find("vllm_bench"))
+      d.fail("inference_perf", "give one of inference_perf, vllm_bench, or trace and measured");
+    read_inference_perf(beside("inference_perf"), run,
+                        d.find("seed") ? static_cast<uint64_t>(d.integer("seed", 0, int64_t{1} << 62)) : 0);
+    return run;
+  }
   if (d.find("vllm_bench")) {
     // The workload and the measurements are vLLM benchmark's result file.
     if (d.find("trace") || d.find("measured")) d.fail("vllm_bench", "give either vllm_bench or trace and measured");

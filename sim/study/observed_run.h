@@ -31,6 +31,14 @@
 //    times: gamma gaps drawn again, or closed-loop slots), and ttfts / itls
 //    (seconds) the measured TTFT, E2E = TTFT + sum(itls) and TPOT per
 //    request; failed requests (errors) are counted, not replayed.
+//    Or, for a run of kubernetes-sigs/inference-perf, its report folder:
+//      {"schema": "prefixsim.observed/1", "settings": {...}, "inference_perf": "reports-20260101-120000"}
+//    whose config.yaml gives the workload (shared_prefix data of fixed
+//    lengths under constant load stages, rebuilt as shared_prefix_requests
+//    generates it; load.base_seed its seed) and summary_lifecycle_metrics.json
+//    what was measured (successes.latency.time_to_first_token and
+//    request_latency in seconds, failures.count, successes.prompt_len.mean);
+//    with server.ignore_eos the TPOT is derived from the means as below.
 //
 // TPOT is vLLM's: (last token - first token) / (output tokens - 1) per
 // request. Tools' own TPOT fields do not all mean that (inference-perf's

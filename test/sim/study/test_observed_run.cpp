@@ -150,6 +150,72 @@ TEST_CASE("a vLLM benchmark result gives requests and per-request measurements",
   CHECK(r.throughput_rps == 2.0);
 }
 
+TEST_CASE("an inference-perf report folder gives its workload from config.yaml and its figures in ms",
+          "[observed]") {
+  const ObservedRun r = read_observed_run(data("inference-perf-small.observed.json"));
+  CHECK(r.client_side);
+  // Stages 2/s x 5 s and 4/s x 2.5 s: 10 + 10 requests; 2 groups x 3 prompts
+  // of a 64-token system prompt and, from the measured mean prompt of 84
+  // tokens, a 20-token question; 8 tokens out each (ignore_eos).
+  REQUIRE(r.requests.size() == 20);
+  for (const Request& q : r.requests) {
+    CHECK(q.prompt_len == 84);
+    CHECK(q.output_len == 8);
+  }
+  // The second stage starts where the first ends, 0.25 s apart.
+  CHECK(r.requests[10].arrival == 5'000'000'000);
+  CHECK(r.requests[11].arrival - r.requests[10].arrival == 250'000'000);
+  // Seconds -> ms; "median" is the p50.
+  CHECK(r.ttft.mean == Approx(22.0));
+  CHECK(r.ttft.p50 == Approx(20.0));
+  CHECK(r.ttft.p99 == Approx(45.0));
+  CHECK(r.e2e.mean == Approx(120.0));
+  CHECK(r.e2e.p90 == Approx(150.0));
+  // TPOT from the means with exact outputs: (120 - 22) / (8 - 1).
+  CHECK(r.tpot.mean == Approx(14.0));
+  CHECK(r.throughput_rps == 2.5);
+  // One request failed: the run is reported as past what the server took.
+  CHECK(r.failed == 1);
+  CHECK(r.saturated);
+}
+
+TEST_CASE("an inference-perf run refuses what its configuration cannot rebuild, naming the field", "[observed]") {
+  const std::string dir = test::temp_dir("observed-ip");
+  std::ifstream in(data("inference-perf-small/config.yaml"));
+  const std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ifstream rin(data("inference-perf-small/summary_lifecycle_metrics.json"));
+  const std::string report((std::istreambuf_iterator<char>(rin)), std::istreambuf_iterator<char>());
+  const auto run_with = [&](const std::string& from, const std::string& to, const std::string& rep_from = "",
+                            const std::string& rep_to = "") {
+    static int n = 0;
+    const std::string sub = dir + "/r" + std::to_string(++n);
+    std::filesystem::create_directories(sub);
+    std::string c = config, m = report;
+    if (!from.empty()) c.replace(c.find(from), from.size(), to);
+    if (!rep_from.empty()) m.replace(m.find(rep_from), rep_from.size(), rep_to);
+    test::write_text_file(sub, "config.yaml", c);
+    test::write_text_file(sub, "summary_lifecycle_metrics.json", m);
+    return test::write_text_file(sub, "run.observed.json",
+                                 "{\"schema\": \"prefixsim.observed/1\", \"settings\": {\"model\": \"llama-3.1-8b\", "
+                                 "\"gpu\": \"h100-sxm-80gb\"}, \"inference_perf\": \".\"}");
+  };
+  CHECK_THROWS_WITH(read_observed_run(run_with("type: shared_prefix", "type: random")),
+                    Contains("config.yaml: field 'data.type': only shared_prefix data is rebuilt"));
+  CHECK_THROWS_WITH(read_observed_run(run_with("type: constant", "type: poisson")),
+                    Contains("config.yaml: field 'load.type': only constant loads are rebuilt"));
+  CHECK_THROWS_WITH(read_observed_run(run_with("    output_len: 8", "    output_len: 8\n    output_distribution: {min: 1}")),
+                    Contains("field 'data.shared_prefix.output_distribution'"));
+  CHECK_THROWS_WITH(read_observed_run(run_with("num_groups: 2", "num_groups: many")),
+                    Contains("field 'data.shared_prefix.num_groups': must be an integer"));
+  CHECK_THROWS_WITH(read_observed_run(run_with("duration: 5", "duration: -5")),
+                    Contains("field 'load.stages.0.duration': must be positive"));
+  CHECK_THROWS_WITH(read_observed_run(run_with("", "", "\"time_to_first_token\": {\"mean\": 0.022,",
+                                               "\"time_to_first_token\": {")),
+                    Contains("summary_lifecycle_metrics.json: field 'successes.latency.time_to_first_token.mean': missing"));
+  CHECK_THROWS_WITH(read_observed_run(run_with("system_prompt_len: 64", "system_prompt_len: 64\n  system_prompt_len: 65")),
+                    Contains("config.yaml"));
+}
+
 TEST_CASE("bad observed runs name the file and the field", "[observed]") {
   CHECK_THROWS_WITH(read_observed_run(blis_with("\"max_num_seqs\": 64", "\"max_num_seqs\": \"many\"")),
                     Contains("field 'vllm_args.max_num_seqs': must be an integer"));
