@@ -12,7 +12,7 @@
 #include <string>
 
 #include "sim/base/error.h"
-#include "traces/bench_traces.h"
+#include "traces/trace_bench_inputs.h"
 #include "traces/byte_stream.h"
 #include "traces/trace_reader.h"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "sim/base/bench.h"
-#include "traces/bench_traces.h"  // ids19_trace, for replay_bench
+#include "traces/trace_bench_inputs.h"  // ids19_trace, for replay_bench
 
 namespace prefixsim {
 
@@ -16,7 +16,7 @@ namespace prefixsim {
 // requests through every other JSONL reader (native, agentic Mooncake,
 // Bailian, kv-cache-tester: <trace>_<reader>_mb_per_cpu_s), and a native
 // trace of token prompts (native_tokens_mb_per_cpu_s). Inputs:
-// bench_traces.h.
+// trace_bench_inputs.h.
 std::vector<BenchCase> trace_bench_cases();
 
 }  // namespace prefixsim

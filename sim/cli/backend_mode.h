@@ -10,7 +10,7 @@
 #include "sim/cost/catalog.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/replay_run.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 
 namespace prefixsim::cli {
 

@@ -67,8 +67,7 @@ int calibrate_from_vidur(const VidurCalibrateArgs& a) {
       const GpuSpec& gpu = find_gpu(gpu_name, "--gpu");
       if (tp > 1 && model->kv_heads % tp != 0) continue;  // a TP degree the model cannot shard
       const std::string source = (a.source.empty() ? std::string("Vidur profiles") : a.source) + ", file " +
-                                 (a.source.empty() ? file.string() : "data/profiling/compute/" + vgpu + "/" +
-                                                                          vidur_model_dir_of(file) + "/mlp.csv");
+                                 (a.source.empty() ? file.string() : vidur_repo_path_of(file));
       const Profile p = vidur_profile(fit, *model, gpu, vgpu, source, date);
       const std::string out = a.out_dir + "/" + gpu.name + "." + model->name + ".tp" + std::to_string(tp) + ".json";
       write_profile(out, p);

@@ -8,7 +8,7 @@
 #include "sim/base/error.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 #include "sim/study/validate.h"
 
 namespace prefixsim::cli {

@@ -122,7 +122,7 @@ void add_tensor_parallel_comm(CostCoefficients& c, const ModelSpec& m, const Gpu
 
 // What a vLLM server adds to the cost model's forward pass, all off by
 // default (the library's cost model is the bare step). The CLI turns them
-// on (sim/scenario/scenario_run.cpp vllm_timing; flags in sim/scenario/scenario.cpp)
+// on (sim/scenario/scenario_fleet.cpp vllm_timing; flags in sim/scenario/scenario.cpp)
 // with these defaults and sources:
 //  - graphs: vLLM's default capture sizes and FULL_AND_PIECEWISE mode
 //    (sim/cost/cuda_graphs.h cites the vLLM code).

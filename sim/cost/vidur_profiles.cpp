@@ -240,4 +240,8 @@ std::string vidur_model_dir_of(const fs::path& file) {
   return dir.parent_path().filename().string() + "/" + dir.filename().string();
 }
 
+std::string vidur_repo_path_of(const fs::path& file) {
+  return "data/profiling/compute/" + vidur_gpu_of(file) + "/" + vidur_model_dir_of(file) + "/mlp.csv";
+}
+
 }  // namespace prefixsim

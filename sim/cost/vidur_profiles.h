@@ -60,6 +60,10 @@ std::vector<std::filesystem::path> vidur_mlp_files(const std::string& dir);
 std::string vidur_gpu_of(const std::filesystem::path& file);
 // "<org>/<model>" of such a file.
 std::string vidur_model_dir_of(const std::filesystem::path& file);
+// Such a file's path within Vidur's repository, whatever folder it was read
+// from: "data/profiling/compute/<gpu>/<org>/<model>/mlp.csv" (a profile's
+// stated source).
+std::string vidur_repo_path_of(const std::filesystem::path& file);
 
 // Vidur's GPU folder name (a100, a40, h100) -> our catalog name, or "".
 std::string vidur_gpu_catalog_name(const std::string& vidur_gpu);

@@ -81,7 +81,7 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
   VectorSource src(std::span<const Request>(*in.requests), in.format);  // shared by every point
   const FleetResult fr = fleet.run(src);
   const EngineResult res = obs.counted.counted(fr.total);  // warm-up requests left out
-  CacheReplayResult& r = out.cache;
+  CacheReplayResult& r = out.counts;
   r.requests = res.finished;
   r.prompt_tokens = static_cast<int64_t>(res.admitted_prompt_tokens);
   r.output_tokens = static_cast<int64_t>(res.output_tokens);
@@ -146,7 +146,7 @@ PointResult run_point(const PointInput& input, const Scenario& scenario, const R
     else {
       FleetTiers tiers(scenario_tiers(scenario, *resolved.model), 1, std::max<uint32_t>(input.prepared->num_keys(), 1),
                        ctx.block_size);
-      out.cache = run_cache_replay(*input.prepared, num_blocks, make_policy(policy_spec, ctx),
+      out.counts = run_cache_replay(*input.prepared, num_blocks, make_policy(policy_spec, ctx),
                                    scenario.check_invariants, {}, tiers.stack(0));
     }
   } catch (...) {
@@ -164,14 +164,14 @@ nlohmann::ordered_json number(double v) {
 nlohmann::ordered_json point_figures(const PointResult& r, const Scenario& s, int64_t num_blocks,
                                      int64_t capacity_tokens) {
   nlohmann::ordered_json row;
-  row["requests"] = r.cache.requests;
-  row["hit_rate"] = number(r.cache.hit_rate);
-  row["block_hit_rate"] = number(r.cache.block_hit_rate);
+  row["requests"] = r.counts.requests;
+  row["hit_rate"] = number(r.counts.hit_rate);
+  row["block_hit_rate"] = number(r.counts.block_hit_rate);
   // GPU + KV tiers (the GPU's alone without tiers).
   row["hit_rate_with_tiers"] =
-      number(hit_rate_with_tiers(r.cache.hit_tokens, r.cache.tier_hit_tokens, r.cache.prompt_tokens));
-  row["evictions"] = r.cache.evictions;
-  row["refused_requests"] = r.cache.refused_requests;
+      number(hit_rate_with_tiers(r.counts.hit_tokens, r.counts.tier_hit_tokens, r.counts.prompt_tokens));
+  row["evictions"] = r.counts.evictions;
+  row["refused_requests"] = r.counts.refused_requests;
   row["num_blocks"] = num_blocks;  // the pool of each replica, null block included (report.json kv_cache.num_blocks)
   row["capacity_tokens"] = capacity_tokens;
   row["ttft_mean_ms"] = number(r.ttft.mean);

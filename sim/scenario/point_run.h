@@ -17,7 +17,7 @@
 #include "policies/registry.h"
 #include "reports/latency.h"
 #include "sim/scenario/scenario.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 #include "sim/engine/cache_replay.h"
 #include "sim/engine/request.h"
 
@@ -32,7 +32,10 @@ struct PointInput {
 };
 
 struct PointResult {
-  CacheReplayResult cache;  // in engine mode: the same figures, counted at admission
+  // Requests, tokens, hits and evictions (CacheReplayResult's counts): a
+  // cache-mode replay's, or in engine mode the same figures counted at
+  // admission.
+  CacheReplayResult counts;
   // Engine mode only (NaN in cache mode), in ms.
   LatencySummary ttft{NAN, NAN, NAN, NAN, NAN, NAN, 0};
   LatencySummary queue{NAN, NAN, NAN, NAN, NAN, NAN, 0};

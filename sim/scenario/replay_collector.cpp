@@ -11,7 +11,45 @@ namespace prefixsim {
 
 namespace {
 constexpr double kNsPerS = 1e9;
+
+// Merges neighbouring rows pairwise as the series' interval doubles (both
+// collectors, so that a long run stays at most kMaxRows rows): counts add
+// up; the state at the interval's end (KV usage, queue, each replica's
+// state) is the later row's; row k starts where row 2k did.
+void coarsen_series(std::vector<SeriesRow>& rows) {
+  std::vector<SeriesRow> merged;
+  for (size_t k = 0; k < rows.size(); k += 2) {
+    SeriesRow m = rows[k];
+    if (k + 1 < rows.size()) {
+      const SeriesRow& n = rows[k + 1];
+      m.queried_tokens += n.queried_tokens;
+      m.hit_tokens += n.hit_tokens;
+      m.tier_hit_tokens += n.tier_hit_tokens;
+      m.preemptions += n.preemptions;
+      m.finished += n.finished;
+      m.kv_usage = n.kv_usage;
+      m.waiting = n.waiting;
+      m.running = n.running;
+      for (size_t r = 0; r < m.replicas.size(); ++r) {
+        const uint64_t q = m.replicas[r].queried_tokens + n.replicas[r].queried_tokens;
+        const uint64_t h = m.replicas[r].hit_tokens + n.replicas[r].hit_tokens;
+        m.replicas[r] = n.replicas[r];
+        m.replicas[r].queried_tokens = q;
+        m.replicas[r].hit_tokens = h;
+      }
+    }
+    merged.push_back(m);
+  }
+  rows = std::move(merged);
 }
+
+// A figure kept beside the rows, merged the same way (sums).
+void coarsen_sums(std::vector<double>& v) {
+  std::vector<double> merged;
+  for (size_t k = 0; k < v.size(); k += 2) merged.push_back(v[k] + (k + 1 < v.size() ? v[k + 1] : 0.0));
+  v = std::move(merged);
+}
+}  // namespace
 
 ReplayCollector::ReplayCollector(int32_t block_size, double interval_s, bool progress,
                                  const std::vector<int64_t>& pool_blocks)
@@ -23,39 +61,9 @@ ReplayCollector::ReplayCollector(int32_t block_size, double interval_s, bool pro
 SeriesRow& ReplayCollector::row_at(double t_s) {
   size_t i = static_cast<size_t>(t_s / interval_s_);
   while (i >= kMaxRows) {  // coarsen: merge neighbours, double the interval
-    std::vector<SeriesRow> merged;
-    std::vector<double> p, o;
-    for (size_t k = 0; k < rows_.size(); k += 2) {
-      SeriesRow m = rows_[k];
-      double pt = row_prompt_tokens_[k], ot = row_output_tokens_[k];
-      if (k + 1 < rows_.size()) {
-        const SeriesRow& n = rows_[k + 1];
-        m.queried_tokens += n.queried_tokens;
-        m.hit_tokens += n.hit_tokens;
-        m.tier_hit_tokens += n.tier_hit_tokens;
-        m.preemptions += n.preemptions;
-        m.finished += n.finished;
-        m.kv_usage = n.kv_usage;  // end-of-interval values come from the later half
-        m.waiting = n.waiting;
-        m.running = n.running;
-        for (size_t r = 0; r < m.replicas.size(); ++r) {
-          const uint64_t q = m.replicas[r].queried_tokens + n.replicas[r].queried_tokens;
-          const uint64_t h = m.replicas[r].hit_tokens + n.replicas[r].hit_tokens;
-          m.replicas[r] = n.replicas[r];
-          m.replicas[r].queried_tokens = q;
-          m.replicas[r].hit_tokens = h;
-        }
-        pt += row_prompt_tokens_[k + 1];
-        ot += row_output_tokens_[k + 1];
-      }
-      m.start = static_cast<double>(merged.size()) * interval_s_ * 2;
-      merged.push_back(m);
-      p.push_back(pt);
-      o.push_back(ot);
-    }
-    rows_ = std::move(merged);
-    row_prompt_tokens_ = std::move(p);
-    row_output_tokens_ = std::move(o);
+    coarsen_series(rows_);
+    coarsen_sums(row_prompt_tokens_);
+    coarsen_sums(row_output_tokens_);
     interval_s_ *= 2;
     i = static_cast<size_t>(t_s / interval_s_);
   }
@@ -349,18 +357,7 @@ bool CacheSeriesCollector::after_request(const CacheReplayer& rep) {
   const uint64_t index = last_.requests + last_.refused_requests;  // of this request, from 0
   size_t i = static_cast<size_t>(index / interval_);
   if (i >= kMaxRows) {  // coarsen: merge neighbours, double the interval
-    std::vector<SeriesRow> merged;
-    for (size_t k = 0; k < rows_.size(); k += 2) {
-      SeriesRow m = rows_[k];
-      if (k + 1 < rows_.size()) {
-        m.queried_tokens += rows_[k + 1].queried_tokens;
-        m.hit_tokens += rows_[k + 1].hit_tokens;
-        m.tier_hit_tokens += rows_[k + 1].tier_hit_tokens;
-        m.finished += rows_[k + 1].finished;
-      }
-      merged.push_back(m);
-    }
-    rows_ = std::move(merged);
+    coarsen_series(rows_);
     interval_ *= 2;
     i = static_cast<size_t>(index / interval_);
   }

@@ -21,7 +21,7 @@
 #include "sim/cost/steps_file.h"
 #include "sim/scenario/kv_tiers.h"
 #include "sim/scenario/scenario.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 
 namespace prefixsim {
 

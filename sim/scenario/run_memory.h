@@ -16,7 +16,7 @@
 #include "sim/kv/block_pool.h"
 #include "sim/scenario/kv_tiers.h"
 #include "sim/scenario/scenario.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 
 namespace prefixsim {
 

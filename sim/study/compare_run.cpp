@@ -18,7 +18,7 @@
 #include "sim/scenario/kv_tiers.h"
 #include "sim/scenario/offline_future.h"
 #include "sim/scenario/point_run.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 
 namespace prefixsim {
 namespace {
@@ -186,7 +186,7 @@ std::vector<PointResult> run_pairs(const CompareOptions& o, const ResolvedScenar
 }
 
 CompareRow report_row(const Pair& pr, const PointResult& res, int64_t ghost_blocks) {
-  const CacheReplayResult& c = res.cache;
+  const CacheReplayResult& c = res.counts;
   CompareRow row;
   row.policy = pr.policy, row.size = pr.size, row.router = pr.router, row.fleet = pr.fleet, row.offload = pr.offload;
   row.requests = c.requests;
@@ -246,7 +246,7 @@ CompareReport make_report(const CompareOptions& o, const ResolvedScenario& resol
     const Pair& pr = pairs[i];
     const int64_t ghosts = ghost_blocks(a.specs[pr.policy], in.ctx, a.sizes[pr.size].num_blocks);
     rep.rows.push_back(report_row(pr, results[i], ghosts));
-    if (a.names[pr.policy] == "belady") rep.belady_hit_rate[pr.size] = results[i].cache.hit_rate;
+    if (a.names[pr.policy] == "belady") rep.belady_hit_rate[pr.size] = results[i].counts.hit_rate;
   }
   rep.hot_prefixes = hot_prefixes(in.trace);
   return rep;

@@ -5,7 +5,7 @@
 #include "policies/registry.h"
 #include "sim/cost/kv_sizing.h"
 #include "sim/engine/vector_source.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 
 namespace prefixsim {
 namespace {

@@ -21,7 +21,7 @@
 #include "sim/fleet/admission.h"
 #include "sim/scenario/point_run.h"
 #include "sim/scenario/run_memory.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 
 namespace prefixsim {
 
@@ -377,7 +377,7 @@ ojson Planner::run_fleet(const Shape& shape, int64_t n, int64_t decode, const st
                                  {"first_decode", ms(r.ttft_parts.first_decode)}};
   }
   if (with_refusals_) {  // requests not served (never fit, or shed by --admission) over those offered
-    const uint64_t served = r.cache.requests, refused = r.cache.refused_requests;
+    const uint64_t served = r.counts.requests, refused = r.counts.refused_requests;
     row["refusal_rate"] = served + refused ? static_cast<double>(refused) / static_cast<double>(served + refused) : 0.0;
   }
   row["meets"] = meets_slo(o_.slo, figures_of(row));

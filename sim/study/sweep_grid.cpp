@@ -41,18 +41,27 @@ std::string format_number(double v) {
   return buf;
 }
 
-// A range mapping: {from, to, step} (arithmetic) or {from, to, factor}
-// (geometric), both ends included; integers stay integers.
-std::vector<GridValue> expand_range(const std::string& path, const std::string& key, const YAML::Node& r) {
-  const long line = line_of(r);
+// A range mapping's ends and step as read: {from, to, step} (arithmetic)
+// or {from, to, factor} (geometric); each also as an integer when it is one.
+struct RangeSpec {
+  long line = 0;
+  bool geometric = false;
+  double from = 0, to = 0, by = 0;
+  bool integral = false;  // all three are integers
+  int64_t from_i = 0, to_i = 0, by_i = 0;
+};
+
+RangeSpec read_range(const std::string& path, const std::string& key, const YAML::Node& r) {
+  RangeSpec g;
+  g.line = line_of(r);
   for (const auto& kv : r) {
     const std::string k = kv.first.as<std::string>();
     if (k != "from" && k != "to" && k != "step" && k != "factor")
       fail(path, line_of(kv.first), key, "a range has from, to and step or factor, not '" + k + "'");
   }
-  if (!r["from"] || !r["to"]) fail(path, line, key, "a range needs from and to");
-  if (!r["step"] == !r["factor"]) fail(path, line, key, "a range needs one of step (arithmetic) or factor (geometric)");
-  auto number = [&](const char* field, double& d, bool& integral, int64_t& exact) {
+  if (!r["from"] || !r["to"]) fail(path, g.line, key, "a range needs from and to");
+  if (!r["step"] == !r["factor"]) fail(path, g.line, key, "a range needs one of step (arithmetic) or factor (geometric)");
+  auto number = [&](const char* field, double& d, int64_t& exact) {
     const YAML::Node n = r[field];
     try {
       d = n.as<double>();
@@ -60,33 +69,39 @@ std::vector<GridValue> expand_range(const std::string& path, const std::string& 
       fail(path, line_of(n), key, std::string("range ") + field + ": expected a number");
     }
     if (!std::isfinite(d)) fail(path, line_of(n), key, std::string("range ") + field + ": expected a finite number");
-    integral = YAML::convert<int64_t>::decode(n, exact);
+    return YAML::convert<int64_t>::decode(n, exact);
   };
-  double from = 0, to = 0, by = 0;
-  bool int_from = false, int_to = false, int_by = true;
-  int64_t from_i = 0, to_i = 0, by_i = 0;
-  number("from", from, int_from, from_i);
-  number("to", to, int_to, to_i);
-  const bool geometric = static_cast<bool>(r["factor"]);
-  number(geometric ? "factor" : "step", by, int_by, by_i);
-  if (!geometric && !(by > 0)) fail(path, line, key, "range step: must be positive");
-  if (geometric && !(by > 1)) fail(path, line, key, "range factor: must be more than 1");
-  if (geometric && !(from > 0)) fail(path, line, key, "a geometric range starts above 0");
-  if (from > to) fail(path, line, key, "an empty axis: the range's from is above its to");
+  g.geometric = static_cast<bool>(r["factor"]);
+  const bool int_from = number("from", g.from, g.from_i), int_to = number("to", g.to, g.to_i);
+  const bool int_by = number(g.geometric ? "factor" : "step", g.by, g.by_i);
+  g.integral = int_from && int_to && int_by;
+  if (!g.geometric && !(g.by > 0)) fail(path, g.line, key, "range step: must be positive");
+  if (g.geometric && !(g.by > 1)) fail(path, g.line, key, "range factor: must be more than 1");
+  if (g.geometric && !(g.from > 0)) fail(path, g.line, key, "a geometric range starts above 0");
+  if (g.from > g.to) fail(path, g.line, key, "an empty axis: the range's from is above its to");
+  return g;
+}
+
+// A range mapping's values, both ends included; integers stay integers.
+std::vector<GridValue> expand_range(const std::string& path, const std::string& key, const YAML::Node& r) {
+  const RangeSpec g = read_range(path, key, r);
+  const long line = g.line;
+  const bool geometric = g.geometric;
+  const double from = g.from, to = g.to, by = g.by;
   constexpr size_t kMaxValues = 100000;
   std::vector<GridValue> out;
   auto add = [&](const std::string& text) {
     if (out.size() == kMaxValues) fail(path, line, key, "a range of more than 100000 values");
     out.push_back({YAML::Node(text), line});
   };
-  if (int_from && int_to && int_by) {
+  if (g.integral) {
     // Integers are counted exactly: a double loses them past 2^53, where
     // from + i * step stops moving and the range never ends.
-    for (int64_t v = from_i;;) {
+    for (int64_t v = g.from_i;;) {
       add(std::to_string(v));
       int64_t next = 0;
-      if (geometric ? __builtin_mul_overflow(v, by_i, &next) : __builtin_add_overflow(v, by_i, &next)) break;
-      if (next > to_i) break;
+      if (geometric ? __builtin_mul_overflow(v, g.by_i, &next) : __builtin_add_overflow(v, g.by_i, &next)) break;
+      if (next > g.to_i) break;
       v = next;
     }
     return out;

@@ -1,4 +1,4 @@
-// The scenario core under replay and compare (sim/scenario/scenario_run.h): one
+// The scenario core under replay and compare (sim/scenario/scenario_fleet.h): one
 // option table for flags, YAML and the report's echo; compare's engine pairs
 // equal replay with the same flags; the load flags and the saturation line;
 // cache mode's series.

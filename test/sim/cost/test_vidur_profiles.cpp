@@ -152,3 +152,12 @@ TEST_CASE("the profiles fitted from Vidur's data are valid, named for their run 
   }
   CHECK(n == 32);  // llama-2-7b/70b on a100, a40 and h100, llama-3.1-8b/70b on a100, TP 1, 2, 4, 8
 }
+
+TEST_CASE("a Vidur file's GPU, model folder and repository path come from Vidur's layout", "[vidur]") {
+  const std::filesystem::path f = "/tmp/x/vidur/data/profiling/compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv";
+  CHECK(vidur_gpu_of(f) == "h100");
+  CHECK(vidur_model_dir_of(f) == "meta-llama/Llama-2-7b-hf");
+  CHECK(vidur_repo_path_of(f) == "data/profiling/compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv");
+  // A copy outside a "compute" folder: the GPU is the folder two above the file.
+  CHECK(vidur_repo_path_of("a100/org/model/mlp.csv") == "data/profiling/compute/a100/org/model/mlp.csv");
+}

@@ -6,7 +6,7 @@
 
 #include "sim/base/error.h"
 #include "sim/scenario/run_memory.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 
 using namespace prefixsim;
 

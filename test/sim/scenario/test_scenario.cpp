@@ -5,7 +5,7 @@
 
 #include "sim/base/error.h"
 #include "sim/scenario/scenario.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 #include "test/support.h"
 
 using namespace prefixsim;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "sim/cost/kv_sizing.h"
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 #include "sim/study/validate.h"
 #include "test/support.h"
 

@@ -1,4 +1,4 @@
-#include "traces/bench_traces.h"
+#include "traces/trace_bench_inputs.h"
 
 #include <algorithm>
 #include <span>

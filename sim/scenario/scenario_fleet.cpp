@@ -1,4 +1,4 @@
-#include "sim/scenario/scenario_run.h"
+#include "sim/scenario/scenario_fleet.h"
 
 #include <cmath>
 
