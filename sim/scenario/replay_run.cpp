@@ -124,7 +124,8 @@ DisaggReport disagg_report_head(const Fleet& fleet, const ReplaySetup& setup, Ti
   d.link_gbps_per_gpu = s.kv_link_gbps;
   d.fabric_gbps = s.kv_fabric_gbps;
   d.latency_us = s.kv_link_latency_us;
-  for (size_t k = 0; k < setup.pools.size(); ++k) d.pools.push_back(pool_report_head(setup.pools[k], k == 0 ? "prefill" : "decode"));
+  for (size_t k = 0; k < setup.pools.size(); ++k)
+    d.pools.push_back(pool_report_head(setup.pools[k], k == 0 ? "prefill" : "decode"));
   d.split = st.split;
   d.local = st.local;
   d.prefill_only = st.prefill_only;
