@@ -54,7 +54,7 @@ h1{font-size:24px;margin-bottom:4px} h2{font-size:18px;margin-top:28px;border-bo
 .card .v{font-size:22px;font-weight:600} .card .k{color:#5b6678;font-size:13px}
 table{border-collapse:collapse;margin:8px 0;font-size:14px} td,th{border:1px solid #dde3ec;padding:4px 10px;text-align:right}
 th{background:#f3f6fa} td:first-child,th:first-child{text-align:left} .best{font-weight:700;color:#0b6e4f}
-.chart{position:relative;height:340px;margin:8px 0 20px} .note{color:#5b6678;font-style:italic}
+.chart{position:relative;height:340px;margin:8px 0 20px} .heat{margin:8px 0 20px} .note{color:#5b6678;font-style:italic}
 pre{background:#f6f8fa;border:1px solid #dde3ec;border-radius:6px;padding:12px;overflow:auto;font-size:12px}
 </style>
 )";
@@ -218,11 +218,58 @@ if (D.replicas && D.replicas.length) {
                        y1: {position: 'right', min: 0, max: 100, grid: {drawOnChartArea: false},
                             title: {display: true, text: 'hit rate (%)'}}}}
   }));
-  xTitle = 'simulated time (s)';
-  lineChart('chart-replica-kv', S.replica_kv_pct.map(function (ys, i) {
-    return {label: names[i], data: xy(S.start, ys), borderColor: COLORS[i % COLORS.length],
-            backgroundColor: COLORS[i % COLORS.length], borderWidth: 1};
-  }), 'KV cache usage (%)', {min: 0, max: 100});
+  heatMap('chart-replica-kv', S.start, S.replica_kv_pct, names);
+}
+// KV usage per replica as a heat map: a row per replica, a column per
+// interval of the series, darker = fuller, scaled to the fleet's highest
+// usage (the legend says which): legible at 64 replicas, where 64
+// overlapping lines are not. Pushed onto `charts` so the self-check sees it.
+function heatMap(id, xs, rows, names) {
+  var cv = document.getElementById(id);
+  if (!cv) return;
+  var n = rows.length, m = xs.length, rowH = Math.max(4, Math.min(22, Math.floor(440 / Math.max(n, 1))));
+  var left = 86, right = 110, top = 6, axis = 40, W = Math.max(400, cv.parentElement.clientWidth || 1000);
+  cv.width = W;
+  cv.height = top + n * rowH + axis;
+  cv.style.width = W + 'px';
+  cv.style.height = cv.height + 'px';
+  var ctx = cv.getContext('2d'), max = 0, cells = [];
+  rows.forEach(function (r) { r.forEach(function (v) { if (v > max) max = v; }); });
+  if (!(max > 0)) max = 1;
+  var shade = function (t) { return 'rgba(31,119,180,' + (0.06 + 0.94 * t).toFixed(3) + ')'; };
+  var w = (W - left - right) / Math.max(m, 1);
+  for (var f = 0; f < n; ++f)
+    for (var i = 0; i < m; ++i) {
+      var v = rows[f][i] || 0;
+      ctx.fillStyle = shade(v / max);
+      ctx.fillRect(left + i * w, top + f * rowH, Math.ceil(w), rowH > 6 ? rowH - 1 : rowH);
+      cells.push(v);
+    }
+  ctx.fillStyle = '#333';
+  ctx.font = '11px sans-serif';
+  ctx.textAlign = 'right';
+  ctx.textBaseline = 'middle';
+  var every = Math.max(1, Math.ceil(12 / rowH));
+  for (var g = 0; g < n; g += every) ctx.fillText(names[g], left - 6, top + g * rowH + rowH / 2);
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'top';
+  for (var k = 0; k <= 5 && m > 0; ++k) {
+    var j = Math.round(k * (m - 1) / 5);
+    ctx.fillText(String(Math.round(xs[j])), left + (j + 0.5) * w, top + n * rowH + 4);
+  }
+  ctx.fillText('simulated time (s)', left + (W - left - right) / 2, top + n * rowH + 22);
+  // The scale: 0 at the bottom, the highest usage at the top.
+  var lx = W - right + 24, lh = Math.min(n * rowH, 160);
+  for (var y = 0; y < lh; ++y) {
+    ctx.fillStyle = shade(1 - y / lh);
+    ctx.fillRect(lx, top + y, 14, 1);
+  }
+  ctx.fillStyle = '#333';
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'middle';
+  ctx.fillText(max.toFixed(max < 10 ? 2 : 0) + ' %', lx + 18, top + 4);
+  ctx.fillText('0 %', lx + 18, top + lh - 4);
+  charts.push({canvas: cv, data: {datasets: [{data: cells}]}});
 }
 )JS";
 
@@ -478,7 +525,7 @@ std::string render_report_html(const RunReport& r) {
              html_escape(r.scenario.value("router", std::string("?"))) + ")</h2>\n<p class=\"sub\">load imbalance "
              "(max / mean): requests " + num("%.2f", r.imbalance.requests) + ", prompt tokens " +
              num("%.2f", r.imbalance.prompt_tokens) + "</p>\n<div class=\"chart\"><canvas id=\"chart-replicas\">"
-             "</canvas></div>\n<h2>KV usage per replica over time</h2>\n<div class=\"chart\"><canvas "
+             "</canvas></div>\n<h2>KV usage per replica over time</h2>\n<div class=\"heat\"><canvas "
              "id=\"chart-replica-kv\"></canvas></div>\n";
       json reps = json::array();
       for (const ReplicaReport& x : r.replicas)
