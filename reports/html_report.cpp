@@ -54,7 +54,7 @@ h1{font-size:24px;margin-bottom:4px} h2{font-size:18px;margin-top:28px;border-bo
 .card .v{font-size:22px;font-weight:600} .card .k{color:#5b6678;font-size:13px}
 table{border-collapse:collapse;margin:8px 0;font-size:14px} td,th{border:1px solid #dde3ec;padding:4px 10px;text-align:right}
 th{background:#f3f6fa} td:first-child,th:first-child{text-align:left} .best{font-weight:700;color:#0b6e4f}
-.chart{position:relative;height:340px;margin:8px 0 20px} .heat{margin:8px 0 20px} .note{color:#5b6678;font-style:italic}
+.chart{position:relative;height:340px;margin:8px 0 20px} .note{color:#5b6678;font-style:italic}
 pre{background:#f6f8fa;border:1px solid #dde3ec;border-radius:6px;padding:12px;overflow:auto;font-size:12px}
 </style>
 )";
@@ -525,7 +525,7 @@ std::string render_report_html(const RunReport& r) {
              html_escape(r.scenario.value("router", std::string("?"))) + ")</h2>\n<p class=\"sub\">load imbalance "
              "(max / mean): requests " + num("%.2f", r.imbalance.requests) + ", prompt tokens " +
              num("%.2f", r.imbalance.prompt_tokens) + "</p>\n<div class=\"chart\"><canvas id=\"chart-replicas\">"
-             "</canvas></div>\n<h2>KV usage per replica over time</h2>\n<div class=\"heat\"><canvas "
+             "</canvas></div>\n<h2>KV usage per replica over time</h2>\n<div style=\"margin:8px 0 20px\"><canvas "
              "id=\"chart-replica-kv\"></canvas></div>\n";
       json reps = json::array();
       for (const ReplicaReport& x : r.replicas)

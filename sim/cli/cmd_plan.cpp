@@ -6,16 +6,12 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <optional>
-#include <string_view>
 #include <iostream>
 
 #include "reports/outputs.h"
 #include "reports/plan_text.h"
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
-#include "sim/base/text_fields.h"
-#include "sim/cost/catalog.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/fleet/router.h"
@@ -98,28 +94,6 @@ bool split_asked(const po::variables_map& vm) {
   return false;
 }
 
-// --gpu-cost: one price for every GPU, or NAME=PRICE for each named one.
-void gpu_costs(const std::string& text, PlanOptions& o) {
-  const auto price = [](const std::string& v) {
-    const std::optional<double> x = to_number<double>(trim(v));
-    if (!x || !(*x > 0 && *x < 1e9)) throw InputError("--gpu-cost: '" + v + "' is not a positive price per GPU-hour");
-    return *x;
-  };
-  if (text.find('=') == std::string::npos) {
-    o.gpu_cost = price(text);
-    return;
-  }
-  for (const std::string_view item : split_commas(text)) {
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0)
-      throw InputError("--gpu-cost: '" + std::string(item) + "' is not NAME=PRICE");
-    const std::string name(trim(item.substr(0, eq)));
-    find_gpu(name, "--gpu-cost");
-    if (!o.gpu_costs.emplace(name, price(std::string(trim(item.substr(eq + 1))))).second)
-      throw InputError("--gpu-cost: " + name + " is priced twice");
-  }
-}
-
 // The search's flags: TPs, fleet size, routers, prices and dimensions.
 void search_options(const po::variables_map& vm, PlanOptions& o) {
   o.tps = tp_list("--tp", vm["tp"].as<std::string>());
@@ -130,14 +104,7 @@ void search_options(const po::variables_map& vm, PlanOptions& o) {
     o.decode_tps = tp_list("--decode-tp", vm.count("decode-tp") ? vm["decode-tp"].as<std::string>() : all);
     o.split_tps_given = vm.count("prefill-tp") || vm.count("decode-tp") || o.tps_given;
   }
-  if (vm.count("replica-groups")) {
-    const std::string spec = vm["replica-groups"].as<std::string>();
-    o.mix = parse_replica_groups(spec, o.base.tp);
-    if (o.mix.size() != 2)
-      throw InputError("--replica-groups: plan searches a mix of two groups, got " + std::to_string(o.mix.size()));
-    if (spec.find("x=") != std::string::npos)
-      throw InputError("--replica-groups: plan searches each group's replicas; give no x=");
-  }
+  if (vm.count("replica-groups")) o.mix = parse_plan_mix(vm["replica-groups"].as<std::string>(), o.base.tp);
   o.max_replicas = vm["max-replicas"].as<int64_t>();
   if (o.max_replicas < 1 || o.max_replicas > 4096) throw InputError("--max-replicas: must be in [1, 4096]");
   if (vm.count("routers")) {
@@ -146,7 +113,7 @@ void search_options(const po::variables_map& vm, PlanOptions& o) {
   }
   make_router(o.base.router, RouterContext{});
   o.threads = resolve_threads(vm);
-  if (vm.count("gpu-cost")) gpu_costs(vm["gpu-cost"].as<std::string>(), o);
+  if (vm.count("gpu-cost")) parse_gpu_costs(vm["gpu-cost"].as<std::string>(), o);
   // Extra dimensions: their values (default: 0 only) and prices.
   for (const PlanDimension* d : plan_dimensions()) {
     const std::string flag = std::string("--") + d->flag;

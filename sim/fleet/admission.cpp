@@ -4,6 +4,7 @@
 
 #include "sim/base/error.h"
 #include "sim/base/spec_params.h"
+#include "sim/fleet/router.h"
 
 namespace prefixsim {
 
@@ -33,6 +34,12 @@ std::string admission_text(const AdmissionConfig& c) {
   char kv[32];
   std::snprintf(kv, sizeof kv, "%g", c.kv);
   return "saturation:waiting=" + std::to_string(c.waiting) + ",kv=" + kv + ",queue=" + std::to_string(c.queue);
+}
+
+bool fleet_saturated(const FleetView& view, const AdmissionConfig& c) {
+  for (uint32_t i = 0; i < view.size(); ++i)
+    if (static_cast<int64_t>(view.waiting(i)) <= c.waiting && view.kv_usage(i) <= c.kv) return false;
+  return true;
 }
 
 }  // namespace prefixsim

@@ -24,6 +24,8 @@
 
 namespace prefixsim {
 
+class FleetView;
+
 struct AdmissionConfig {
   bool enabled = false;
   int64_t waiting = 5;
@@ -35,5 +37,9 @@ struct AdmissionConfig {
 AdmissionConfig parse_admission(const std::string& spec);
 // The spec with every parameter, as the report states it ("off" when disabled).
 std::string admission_text(const AdmissionConfig& c);
+
+// Whether no replica of `view` has room (the rule above): a fleet's
+// replicas as its router reads them, or a disaggregated fleet's prefill pool.
+bool fleet_saturated(const FleetView& view, const AdmissionConfig& c);
 
 }  // namespace prefixsim

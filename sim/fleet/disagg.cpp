@@ -113,11 +113,7 @@ class Coordinator final : public DriverExtension, public RemoteKvListener, publi
   const KvLinks& links() const { return links_; }
 
   // No prefill instance has room (admission.h's saturation, read live).
-  bool prefill_saturated(const AdmissionConfig& a) const {
-    for (uint32_t i = 0; i < prefill_view_.size(); ++i)
-      if (static_cast<int64_t>(prefill_view_.waiting(i)) <= a.waiting && prefill_view_.kv_usage(i) <= a.kv) return false;
-    return true;
-  }
+  bool prefill_saturated(const AdmissionConfig& a) const { return fleet_saturated(prefill_view_, a); }
 
   // An arrival: the prefill leg to a prefill instance, or the whole request
   // to its decode instance (conditional disaggregation).

@@ -86,11 +86,7 @@ FleetResult run_fleet(EventLoop& loop, RequestSource& source, std::span<Engine* 
   AdmissionGate gate;
   if (admission.enabled) {
     gate.queue = static_cast<size_t>(admission.queue);
-    gate.saturated = [&] {
-      for (uint32_t i = 0; i < view.size(); ++i)
-        if (static_cast<int64_t>(view.waiting(i)) <= admission.waiting && view.kv_usage(i) <= admission.kv) return false;
-      return true;
-    };
+    gate.saturated = [&] { return fleet_saturated(view, admission); };
     // Sampled load shows room only at the next sample.
     if (sampled) gate.recheck_at = [scrape](TimeNs t) { return (t / scrape + 1) * scrape; };
   }

@@ -165,6 +165,17 @@ Replica::Replica(const Scenario& s, const ResolvedScenario& r, int64_t num_block
       backend(wrap ? (*wrap)(exec, pool, s.block_size, index) : nullptr),
       engine(loop ? Engine(scheduler_config(s), kv, stepper(), *loop, index) : Engine(scheduler_config(s), kv, stepper())) {}
 
+namespace {
+// What a router of `replicas` replicas, each with a pool of `pool_blocks`, is told.
+RouterContext router_context(int32_t replicas, int32_t block_size, int64_t pool_blocks) {
+  RouterContext c;
+  c.replicas = static_cast<uint32_t>(replicas);
+  c.block_size = block_size;
+  c.pool_blocks = pool_blocks;
+  return c;
+}
+}  // namespace
+
 void Fleet::set_router_settings(const Scenario& s) {
   router_kv_lag_ms = s.router_kv_lag_ms;
   router_scrape_ms = s.router_scrape_ms;
@@ -175,42 +186,43 @@ Fleet::Fleet(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, c
              const PolicyContext& ctx, const ExecutorWrap* wrap)
     : block_size(s.block_size) {
   set_router_settings(s);
-  RouterContext rctx;
-  rctx.replicas = static_cast<uint32_t>(s.replicas);
-  rctx.block_size = s.block_size;
-  rctx.pool_blocks = num_blocks;
-  router = make_router(s.router, rctx);
+  router = make_router(s.router, router_context(s.replicas, s.block_size, num_blocks));
   add_replicas(s, r, num_blocks, policy, ctx, wrap);
 }
 
 Fleet::Fleet(const Scenario& s, const std::vector<FleetPool>& pools, const std::string& policy,
              const PolicyContext& ctx, const ExecutorWrap* wrap)
     : block_size(s.block_size) {
-  if (!disaggregated(s)) {  // mixed: one router over every group's replicas
-    set_router_settings(s);
-    RouterContext rctx;
-    rctx.block_size = s.block_size;
-    rctx.pool_blocks = pools.at(0).kv.num_blocks;
-    for (const FleetPool& p : pools) rctx.replica_blocks.insert(rctx.replica_blocks.end(), p.scenario.replicas, p.kv.num_blocks);
-    rctx.replicas = static_cast<uint32_t>(rctx.replica_blocks.size());
-    router = make_router(s.router, rctx);
-    for (const FleetPool& p : pools) {
-      add_replicas(p.scenario, p.resolved, p.kv.num_blocks, policy, ctx, wrap);
-      group_ends.push_back(static_cast<uint32_t>(replicas.size()));
-    }
-    return;
+  if (disaggregated(s)) add_disagg_pools(s, pools, policy, ctx, wrap);
+  else add_groups(s, pools, policy, ctx, wrap);
+}
+
+// Mixed: one router over every group's replicas, told each one's pool.
+void Fleet::add_groups(const Scenario& s, const std::vector<FleetPool>& pools, const std::string& policy,
+                       const PolicyContext& ctx, const ExecutorWrap* wrap) {
+  set_router_settings(s);
+  RouterContext rctx = router_context(0, s.block_size, pools.at(0).kv.num_blocks);
+  for (const FleetPool& p : pools) rctx.replica_blocks.insert(rctx.replica_blocks.end(), p.scenario.replicas, p.kv.num_blocks);
+  rctx.replicas = static_cast<uint32_t>(rctx.replica_blocks.size());
+  router = make_router(s.router, rctx);
+  for (const FleetPool& p : pools) {
+    add_replicas(p.scenario, p.resolved, p.kv.num_blocks, policy, ctx, wrap);
+    group_ends.push_back(static_cast<uint32_t>(replicas.size()));
   }
+}
+
+// Disaggregated: the prefill pool's replicas behind `router`, then the
+// decode pool's behind `decode_router`; the design and the links.
+void Fleet::add_disagg_pools(const Scenario& s, const std::vector<FleetPool>& pools, const std::string& policy,
+                             const PolicyContext& ctx, const ExecutorWrap* wrap) {
   disagg = parse_disagg(s.disagg);
   if (pools.size() != 2) throw InternalError("fleet: a disaggregated fleet has two pools");
   disagg.layers = pools[0].resolved.model->layers;  // layer-wise streaming's last layer
   disagg.admission = admission = parse_admission(s.admission);
   for (size_t k = 0; k < 2; ++k) {
     const FleetPool& p = pools[k];
-    RouterContext rctx;
-    rctx.replicas = static_cast<uint32_t>(p.scenario.replicas);
-    rctx.block_size = s.block_size;
-    rctx.pool_blocks = p.kv.num_blocks;
-    (k == 0 ? router : decode_router) = make_router(p.scenario.router, rctx);
+    (k == 0 ? router : decode_router) =
+        make_router(p.scenario.router, router_context(p.scenario.replicas, s.block_size, p.kv.num_blocks));
     add_replicas(p.scenario, p.resolved, p.kv.num_blocks, policy, ctx, wrap);
     nics.insert(nics.end(), static_cast<size_t>(p.scenario.replicas), s.kv_link_gbps * 1e9 * p.scenario.tp);
   }
@@ -230,25 +242,25 @@ void Fleet::add_replicas(const Scenario& s, const ResolvedScenario& r, int64_t n
   }
 }
 
+namespace {
+// A pool's scenario, resolved on its GPU and sized by its GPU and TP.
+FleetPool sized_pool(Scenario pool, const ResolvedScenario& whole) {
+  FleetPool p{std::move(pool), {}, {}};
+  p.resolved = resolve_pool(p.scenario, whole);
+  p.kv = size_kv_pool(kv_sizing_input(p.scenario, p.resolved));
+  return p;
+}
+}  // namespace
+
 std::vector<FleetPool> disagg_pools(const Scenario& s, const ResolvedScenario& whole) {
   std::vector<FleetPool> pools;
-  for (const bool prefill : {true, false}) {
-    FleetPool p{pool_scenario(s, prefill), {}, {}};
-    p.resolved = resolve_pool(p.scenario, whole);
-    p.kv = size_kv_pool(kv_sizing_input(p.scenario, p.resolved));
-    pools.push_back(std::move(p));
-  }
+  for (const bool prefill : {true, false}) pools.push_back(sized_pool(pool_scenario(s, prefill), whole));
   return pools;
 }
 
 std::vector<FleetPool> group_pools(const Scenario& s, const ResolvedScenario& whole) {
   std::vector<FleetPool> pools;
-  for (Scenario& g : group_scenarios(s)) {
-    FleetPool p{std::move(g), {}, {}};
-    p.resolved = resolve_pool(p.scenario, whole);
-    p.kv = size_kv_pool(kv_sizing_input(p.scenario, p.resolved));
-    pools.push_back(std::move(p));
-  }
+  for (Scenario& g : group_scenarios(s)) pools.push_back(sized_pool(std::move(g), whole));
   return pools;
 }
 

@@ -159,6 +159,10 @@ struct Fleet {
  private:
   EngineObserver* observer_ = nullptr;
   void set_router_settings(const Scenario& s);
+  void add_groups(const Scenario& s, const std::vector<FleetPool>& pools, const std::string& policy,
+                  const PolicyContext& ctx, const ExecutorWrap* wrap);
+  void add_disagg_pools(const Scenario& s, const std::vector<FleetPool>& pools, const std::string& policy,
+                        const PolicyContext& ctx, const ExecutorWrap* wrap);
   void add_replicas(const Scenario& s, const ResolvedScenario& r, int64_t num_blocks, const std::string& policy,
                     const PolicyContext& ctx, const ExecutorWrap* wrap);
 };

@@ -79,8 +79,11 @@ class Doc {
     if (!v.is_string()) fail(path, "must be a string");
     return v.get<std::string>();
   }
-  // A measured summary {"mean", "p50", "p90", "p99"} (any may be null) in ms.
-  MeasuredStat stat(const std::string& path, bool need_mean) const {
+  // A measured summary {"mean", "p50", "p90", "p99"} (any may be null) in
+  // ms, each in [0, 1e9]; a tool's own form gives its unit in ms (1000 for
+  // seconds), its range in that unit and its key for the median.
+  MeasuredStat stat(const std::string& path, bool need_mean, double ms_per_unit = 1, double hi = 1e9,
+                    const char* p50_key = "p50") const {
     MeasuredStat s;
     const json* v = find(path);
     if (!v) {
@@ -88,10 +91,10 @@ class Doc {
       return s;
     }
     auto one = [&](const char* key, double& out) {
-      if (find(path + "." + key)) out = num(path + "." + key, 0, 1e9);
+      if (find(path + "." + key)) out = num(path + "." + key, 0, hi) * ms_per_unit;
     };
     one("mean", s.mean);
-    one("p50", s.p50);
+    one(p50_key, s.p50);
     one("p90", s.p90);
     one("p99", s.p99);
     if (need_mean && std::isnan(s.mean)) fail(path + ".mean", "missing");
@@ -499,22 +502,9 @@ json yaml_json(const YAML::Node& n) {
   return v;
 }
 
-// inference-perf's summary statistics (seconds; "median" for p50) in ms.
+// inference-perf's summary statistics: seconds, "median" for the p50.
 MeasuredStat seconds_stat(const Doc& d, const std::string& path, bool need_mean) {
-  MeasuredStat s;
-  if (!d.find(path)) {
-    if (need_mean) d.fail(path + ".mean", "missing");
-    return s;
-  }
-  const auto one = [&](const char* key, double& out) {
-    if (d.find(path + "." + key)) out = d.num(path + "." + key, 0, 1e7) * 1e3;
-  };
-  one("mean", s.mean);
-  one("median", s.p50);
-  one("p90", s.p90);
-  one("p99", s.p99);
-  if (need_mean && std::isnan(s.mean)) d.fail(path + ".mean", "missing");
-  return s;
+  return d.stat(path, need_mean, 1e3, 1e7, "median");
 }
 
 // The folder inference-perf writes (reports-YYYYMMDD-HHMMSS/): config.yaml,

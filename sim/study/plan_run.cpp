@@ -9,7 +9,9 @@
 #include <iomanip>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "prefixsim_config.h"
 #include "reports/outputs.h"
@@ -17,6 +19,8 @@
 #include "sim/base/error.h"
 #include "sim/base/parallel_for.h"
 #include "sim/base/progress_line.h"
+#include "sim/base/text_fields.h"
+#include "sim/cost/catalog.h"
 #include "sim/cost/kv_sizing.h"
 #include "sim/fleet/admission.h"
 #include "sim/scenario/point_run.h"
@@ -629,6 +633,36 @@ std::vector<const PlanDimension*> plan_dimensions() {
   for (const PlanDimension& d : kDimensions)
     if (!scenario_key(d.key).empty()) out.push_back(&d);
   return out;
+}
+
+void parse_gpu_costs(const std::string& text, PlanOptions& o) {
+  const auto price = [](const std::string& v) {
+    const std::optional<double> x = to_number<double>(trim(v));
+    if (!x || !(*x > 0 && *x < 1e9)) throw InputError("--gpu-cost: '" + v + "' is not a positive price per GPU-hour");
+    return *x;
+  };
+  if (text.find('=') == std::string::npos) {
+    o.gpu_cost = price(text);
+    return;
+  }
+  for (const std::string_view item : split_commas(text)) {
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      throw InputError("--gpu-cost: '" + std::string(item) + "' is not NAME=PRICE");
+    const std::string name(trim(item.substr(0, eq)));
+    find_gpu(name, "--gpu-cost");
+    if (!o.gpu_costs.emplace(name, price(std::string(trim(item.substr(eq + 1))))).second)
+      throw InputError("--gpu-cost: " + name + " is priced twice");
+  }
+}
+
+std::vector<ReplicaGroup> parse_plan_mix(const std::string& spec, int default_tp) {
+  std::vector<ReplicaGroup> mix = parse_replica_groups(spec, default_tp);
+  if (mix.size() != 2)
+    throw InputError("--replica-groups: plan searches a mix of two groups, got " + std::to_string(mix.size()));
+  if (spec.find("x=") != std::string::npos)
+    throw InputError("--replica-groups: plan searches each group's replicas; give no x=");
+  return mix;
 }
 
 PlanResult run_plan(const PlanOptions& o) {

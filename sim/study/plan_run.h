@@ -82,4 +82,11 @@ struct PlanResult {
 // run threw.
 PlanResult run_plan(const PlanOptions& o);
 
+// --gpu-cost: one price for every GPU (gpu_cost), or NAME=PRICE,... for each
+// named one (gpu_costs). InputError naming the flag.
+void parse_gpu_costs(const std::string& text, PlanOptions& o);
+// --replica-groups for plan: two groups whose counts plan searches (so no
+// x=). InputError naming the flag.
+std::vector<ReplicaGroup> parse_plan_mix(const std::string& spec, int default_tp);
+
 }  // namespace prefixsim
