@@ -31,6 +31,9 @@
 // (CachedFirstPolicy), so nothing is evicted while they last. Equal to the
 // textbook LFU eviction for eviction on single-block streams
 // (test/policies/test_policy_differential.cpp).
+// Without aging a block hit once is kept while any never-hit block is free:
+// on agentic sessions half the pool ends up holding contexts of sessions
+// that ended (test/policies/test_policy_agentic.cpp; half_life ages them).
 #pragma once
 
 #include <cmath>

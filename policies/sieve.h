@@ -11,6 +11,10 @@
 // Parameters: none (paper, libCacheSim SIEVE). Equal to the paper's
 // Algorithm 1 eviction for eviction on single-block streams
 // (test/policies/test_policy_differential.cpp).
+// The hand nears the newest block only by the visited blocks it skips, so
+// where few blocks are hit it may not lap for thousands of requests: a block
+// hit once then stays that long. On agentic sessions that is lfu's order
+// over never-hit blocks (test/policies/test_policy_agentic.cpp).
 #pragma once
 
 #include <vector>
