@@ -2,6 +2,7 @@
 
 #include "reports/run_report.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -58,6 +59,10 @@ ojson row_json(const CompareReport& rep, const CompareRow& r) {
   o["refused_requests"] = r.refused_requests;
   o["capacity_blocks"] = k.kv_blocks - 1;
   o["ghost_blocks"] = r.ghost_blocks;
+  if (r.retention) {
+    o["evicted_after_hit"] = r.evicted_after_hit;
+    o["hits_on_recomputed"] = r.hits_on_recomputed;
+  }
   if (!std::isnan(belady)) o["gap_to_belady"] = belady - r.hit_rate;
   if (rep.mode == "engine") {
     o["ttft_p50_ms"] = r.ttft_p50_ms;
@@ -206,6 +211,26 @@ void md_hot_prefixes(std::ostream& md, const CompareReport& rep) {
   }
 }
 
+void md_retention(std::ostream& md, const CompareReport& rep) {
+  md << "\n## What each policy kept\n\n"
+     << "Evictions that took a block hit since it was cached, and hits on content the pool had evicted and "
+        "computed again. A policy that never evicts a once-hit block while never-hit ones are free (lfu without "
+        "aging; sieve before its hand laps; tinylfu while its sketch ranks hit blocks above new ones) keeps "
+        "contexts whose sessions ended; a policy that admits returning content to a protected queue (arc's T2, "
+        "s3fifo's main, on a ghost hit) draws its hits from recomputed content.\n\n"
+     << "| policy | kv blocks | evictions | of once-hit blocks % | hit blocks | on recomputed content % |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: |\n";
+  auto share = [](uint64_t part, uint64_t whole) {
+    return whole ? pct(static_cast<double>(part) / static_cast<double>(whole)) : std::string("-");
+  };
+  for (const CompareRow& r : rep.rows) {
+    if (!r.retention) continue;
+    md << "| " << rep.specs[r.policy] << " | " << rep.sizes[r.size].kv_blocks << " | " << r.evictions << " | "
+       << share(r.evicted_after_hit, r.evictions) << " | " << r.hit_blocks << " | "
+       << share(r.hits_on_recomputed, r.hit_blocks) << " |\n";
+  }
+}
+
 }  // namespace compare_text_detail
 
 
@@ -265,6 +290,8 @@ std::string render_compare_md(const CompareReport& r) {
   md_size_tables(md, r);
   md_capacity_curve(md, r);
   if (!r.hot_prefixes.empty()) md_hot_prefixes(md, r);
+  if (std::any_of(r.rows.begin(), r.rows.end(), [](const CompareRow& row) { return row.retention; }))
+    md_retention(md, r);
   uint64_t refused = 0;
   for (const CompareRow& row : r.rows) refused += row.refused_requests;
   if (refused)

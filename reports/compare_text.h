@@ -33,6 +33,10 @@ struct CompareRow {
   double block_hit_rate = 0;
   uint64_t evictions = 0, refused_requests = 0;
   int64_t ghost_blocks = 0;                   // the policy's ghost list at this pool size
+  // Cache mode (RetentionProbe): evictions of a block hit since it was
+  // cached, and hit blocks whose content had been evicted and computed again.
+  bool retention = false;
+  uint64_t evicted_after_hit = 0, hits_on_recomputed = 0;
   double ttft_p50_ms = NAN, ttft_p99_ms = NAN;  // engine mode
   double imbalance = NAN;                     // fleets: max / mean requests per replica
 };

@@ -146,8 +146,16 @@ PointResult run_point(const PointInput& input, const Scenario& scenario, const R
     else {
       FleetTiers tiers(scenario_tiers(scenario, *resolved.model), 1, std::max<uint32_t>(input.prepared->num_keys(), 1),
                        ctx.block_size);
-      out.counts = run_cache_replay(*input.prepared, num_blocks, make_policy(policy_spec, ctx),
-                                   scenario.check_invariants, {}, tiers.stack(0));
+      std::unique_ptr<EvictionPolicy> policy = make_policy(policy_spec, ctx);
+      const RetentionProbe* probe = nullptr;
+      if (input.probe_retention) {
+        auto wrapped = std::make_unique<RetentionProbe>(std::move(policy), input.prepared->num_keys());
+        probe = wrapped.get();
+        policy = std::move(wrapped);
+      }
+      out.counts = run_cache_replay(*input.prepared, num_blocks, std::move(policy), scenario.check_invariants, {},
+                                    tiers.stack(0));
+      if (probe) out.retention = probe->figures();
     }
   } catch (...) {
     out.error = std::current_exception();

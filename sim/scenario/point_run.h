@@ -11,10 +11,12 @@
 #include <cmath>
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "policies/registry.h"
+#include "policies/retention_probe.h"
 #include "reports/latency.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/scenario_fleet.h"
@@ -29,6 +31,9 @@ struct PointInput {
   const std::vector<Request>* requests = nullptr;
   const PreparedTrace* prepared = nullptr;
   std::string format;
+  // Cache mode: count what each policy kept (RetentionProbe) into
+  // PointResult::retention. compare reports it; it changes no decision.
+  bool probe_retention = false;
 };
 
 struct PointResult {
@@ -36,6 +41,7 @@ struct PointResult {
   // cache-mode replay's, or in engine mode the same figures counted at
   // admission.
   CacheReplayResult counts;
+  std::optional<RetentionFigures> retention;  // cache mode with PointInput::probe_retention
   // Engine mode only (NaN in cache mode), in ms.
   LatencySummary ttft{NAN, NAN, NAN, NAN, NAN, NAN, 0};
   LatencySummary queue{NAN, NAN, NAN, NAN, NAN, NAN, 0};

@@ -156,7 +156,7 @@ Scenario pair_scenario(const Scenario& scen, const Axes& a, const Pair& pr) {
 
 std::vector<PointResult> run_pairs(const CompareOptions& o, const ResolvedScenario& resolved, const Axes& a,
                                    const TraceInput& in, const std::vector<Pair>& pairs) {
-  const PointInput input{&in.requests, &in.trace, in.format};
+  const PointInput input{&in.requests, &in.trace, in.format, o.scenario.mode == "cache"};
   const int threads = std::min<int>(std::max(1, o.threads), static_cast<int>(pairs.size()));
   std::vector<PointResult> results(pairs.size());
   // Bigger pools replay slower: they go first.
@@ -196,6 +196,11 @@ CompareRow report_row(const Pair& pr, const PointResult& res, int64_t ghost_bloc
   row.block_hit_rate = c.block_hit_rate;
   row.evictions = c.evictions, row.refused_requests = c.refused_requests;
   row.ghost_blocks = ghost_blocks;
+  if (res.retention) {
+    row.retention = true;
+    row.evicted_after_hit = res.retention->evicted_after_hit;
+    row.hits_on_recomputed = res.retention->hits_on_recomputed;
+  }
   row.ttft_p50_ms = res.ttft.p50, row.ttft_p99_ms = res.ttft.p99;
   row.imbalance = res.imbalance;
   return row;

@@ -103,6 +103,7 @@ TEST_CASE("compare in engine mode adds TTFT percentiles and writes compare.html"
     REQUIRE(r["ttft_p50_ms"].get<double>() > 0);
     REQUIRE(r["ttft_p99_ms"].get<double>() >= r["ttft_p50_ms"].get<double>());
     REQUIRE(r["requests"] == 120);  // every request finished
+    REQUIRE_FALSE(r.contains("evicted_after_hit"));  // the retention probe is cache mode's
   }
   REQUIRE(read_file(outs[0] + "/compare.html").find("<canvas") != std::string::npos);
 }
@@ -268,6 +269,9 @@ TEST_CASE("compare reports a recurring system prompt's reuse distance against ea
     INFO(res["policy"] << " at " << res["kv_blocks"]);
     REQUIRE(res["capacity_blocks"] == c);
     REQUIRE(res["ghost_blocks"] == ghost.at(res["policy"].get<std::string>())(c));
+    // What the policy kept (cache mode): shares of its evictions and hits.
+    REQUIRE(res["evicted_after_hit"] <= res["evictions"]);
+    REQUIRE(res["hits_on_recomputed"] <= res["hit_blocks"]);
   }
   const std::string md = read_file(dir + "/out/compare.md");
   REQUIRE(md.find("median reuse distance") != std::string::npos);
@@ -275,6 +279,7 @@ TEST_CASE("compare reports a recurring system prompt's reuse distance against ea
   REQUIRE(md.find("| lru | 8 | 7 | 0 | 7 | 0 of 1 | 0 of 1 |") != std::string::npos);
   REQUIRE(md.find("| arc | 8 | 7 | 7 | 14 | 0 of 1 | 1 of 1 |") != std::string::npos);
   REQUIRE(md.find("| lru | 13 | 12 | 0 | 12 | 1 of 1 | 1 of 1 |") != std::string::npos);
+  REQUIRE(md.find("## What each policy kept") != std::string::npos);
 }
 
 TEST_CASE("compare refuses a list entry given twice with exit 2, naming the flag and the entry, and writes nothing",

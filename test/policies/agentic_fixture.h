@@ -17,12 +17,8 @@
 // the prompt tokens return later than 100 requests. The fixture's gaps sit
 // just past LRU's residence in the same way at a pool of 0.8 x kActive mean
 // prompts (the "10 M" pool of the tests) and well past it at 0.6 x ("3 M").
-//
-// PolicyObserver wraps a policy and records, for the explanation: which
-// evicted blocks had been hit since they were cached, whether an eviction
-// went back to an older block than the one before (a FIFO hand's wrap),
-// how many hits landed on recomputed blocks (content evicted before), and
-// how much of the pool holds content no later request looks up.
+// The figures that explain the table come from RetentionProbe
+// (policies/retention_probe.h) and DeadContentSampler below.
 #pragma once
 
 #include <algorithm>
@@ -35,6 +31,7 @@
 #include "sim/engine/cache_replay.h"
 #include "sim/kv/block_pool.h"
 #include "sim/kv/eviction_policy.h"
+#include "policies/retention_probe.h"
 
 namespace prefixsim::test {
 
@@ -103,101 +100,38 @@ inline AgenticCase agentic_case(int requests, uint64_t seed = 7) {
   return c;
 }
 
-class PolicyObserver final : public EvictionPolicy {
+// Samples a pool between requests: the share of cached blocks that no
+// request from `seq` on looks up (dead content), and of those, the share
+// hit since cached (a context that was reused, then its session ended).
+class DeadContentSampler {
  public:
-  struct Figures {
-    uint64_t evictions = 0, evicted_after_hit = 0, wraps = 0;
-    uint64_t hits = 0, hits_on_recomputed = 0;
-    double dead_share = 0, dead_after_hit_share = 0;  // means over samples of the pool
-  };
-  PolicyObserver(std::unique_ptr<EvictionPolicy> inner, const PreparedTrace& trace) : in_(std::move(inner)) {
-    uses_.resize(trace.num_keys());
+  explicit DeadContentSampler(const PreparedTrace& trace) : uses_(trace.num_keys()) {
     for (size_t i = 0; i < trace.size(); ++i)
       for (uint32_t k : trace.lookup_keys(i)) uses_[k].push_back(static_cast<uint32_t>(i));
-    evicted_.assign(trace.num_keys(), 0);
   }
-  Figures figures() const {
-    Figures f = f_;
-    if (samples_) {
-      f.dead_share = dead_ / samples_;
-      f.dead_after_hit_share = dead_hit_ / samples_;
-    }
-    return f;
-  }
-  const EvictionPolicy& inner() const { return *in_; }
-
-  std::string name() const override { return in_->name(); }
-  void reset(const BlockPool& p, int32_t n) override {
-    in_->reset(p, n);
-    hit_.assign(n, 0);
-    recomputed_.assign(n, 0);
-    born_.assign(n, 0);
-    key_.assign(n, kNoKey);
-  }
-  void on_hit(BlockId b, bool was_free) override {
-    in_->on_hit(b, was_free);
-    hit_[b] = 1;
-    ++f_.hits;
-    f_.hits_on_recomputed += recomputed_[b];
-  }
-  BlockId pop_free() override { return in_->pop_free(); }
-  void on_free(BlockId b) override { in_->on_free(b); }
-  void on_cached(BlockId b, const CachedBlockInfo& i) override {
-    in_->on_cached(b, i);
-    hit_[b] = 0;
-    born_[b] = seq_;
-    key_[b] = i.key;
-    recomputed_[b] = evicted_[i.key];
-  }
-  void on_evicted(BlockId b, const BlockHash& h, uint32_t key) override {
-    ++f_.evictions;
-    f_.evicted_after_hit += hit_[b];
-    if (born_[b] + 1 < last_born_) ++f_.wraps;  // back to content older than the last eviction's
-    last_born_ = born_[b];
-    evicted_[key] = 1;
-    key_[b] = kNoKey;
-    in_->on_evicted(b, h, key);
-  }
-  void on_request(uint64_t seq) override {
-    if (seq > 0 && seq % 50 == 0) sample(static_cast<uint32_t>(seq));
-    seq_ = static_cast<uint32_t>(seq);
-    in_->on_request(seq);
-  }
-  bool is_free(BlockId b) const override { return in_->is_free(b); }
-  int32_t num_free() const override { return in_->num_free(); }
-  size_t bytes() const override { return in_->bytes(); }
-  int64_t ghost_capacity() const override { return in_->ghost_capacity(); }
-
- private:
-  bool looked_up_from(uint32_t key, uint32_t seq) const {
-    const std::vector<uint32_t>& u = uses_[key];
-    return std::lower_bound(u.begin(), u.end(), seq) != u.end();
-  }
-  // Before request seq: the share of cached blocks no request from seq on looks up.
-  void sample(uint32_t seq) {
+  void sample(const RetentionProbe& probe, int64_t num_blocks, uint32_t seq) {
     size_t cached = 0, dead = 0, dead_hit = 0;
-    for (size_t b = 1; b < key_.size(); ++b) {
-      if (key_[b] == kNoKey) continue;
+    for (BlockId b = 1; b < num_blocks; ++b) {
+      const uint32_t key = probe.cached_key(b);
+      if (key == kNoKey) continue;
       ++cached;
-      if (looked_up_from(key_[b], seq)) continue;
+      const std::vector<uint32_t>& u = uses_[key];
+      if (std::lower_bound(u.begin(), u.end(), seq) != u.end()) continue;
       ++dead;
-      dead_hit += hit_[b];
+      dead_hit += probe.hit_since_cached(b);
     }
     if (!cached) return;
     dead_ += static_cast<double>(dead) / static_cast<double>(cached);
     dead_hit_ += static_cast<double>(dead_hit) / static_cast<double>(cached);
     ++samples_;
   }
+  double dead_share() const { return samples_ ? dead_ / samples_ : 0; }
+  double dead_after_hit_share() const { return samples_ ? dead_hit_ / samples_ : 0; }
 
-  std::unique_ptr<EvictionPolicy> in_;
+ private:
   std::vector<std::vector<uint32_t>> uses_;  // by key: the requests that look it up
-  std::vector<uint8_t> evicted_;             // by key: evicted at least once
-  std::vector<uint8_t> hit_, recomputed_;    // by block
-  std::vector<uint32_t> born_, key_;         // by block
-  uint32_t seq_ = 0, last_born_ = 0;
   double dead_ = 0, dead_hit_ = 0;
   int samples_ = 0;
-  Figures f_;
 };
 
 }  // namespace prefixsim::test
