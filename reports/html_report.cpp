@@ -56,6 +56,8 @@ table{border-collapse:collapse;margin:8px 0;font-size:14px} td,th{border:1px sol
 th{background:#f3f6fa} td:first-child,th:first-child{text-align:left} .best{font-weight:700;color:#0b6e4f}
 .chart{position:relative;height:340px;margin:8px 0 20px} .note{color:#5b6678;font-style:italic}
 pre{background:#f6f8fa;border:1px solid #dde3ec;border-radius:6px;padding:12px;overflow:auto;font-size:12px}
+table.settings td,table.settings th{text-align:left;vertical-align:top} table.settings td:last-child{max-width:900px;overflow-wrap:anywhere}
+table.settings pre{margin:4px 0;max-height:320px}
 </style>
 )";
 
@@ -388,14 +390,27 @@ std::string setup_line(const RunReport& r) {
   return line;
 }
 
+// A structured setting: short ones inline, long ones (the cost model, the
+// GPU's and model's specs) folded, their start as the summary and the whole
+// of them, indented, inside.
+std::string structured_setting(const json& v) {
+  constexpr size_t kInline = 160;
+  const std::string compact = v.dump();
+  if (compact.size() <= kInline) return "<code>" + html_escape(compact) + "</code>";
+  size_t cut = kInline;
+  while (cut > 0 && (static_cast<unsigned char>(compact[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  return "<details><summary><code>" + html_escape(compact.substr(0, cut)) + "&hellip;</code></summary><pre>" +
+         html_escape(v.dump(2)) + "</pre></details>";
+}
+
 // The scenario as a table: scalars as they are, lists and objects compact.
 std::string scenario_table(const json& s) {
-  std::string out = "<table id=\"scenario\"><tr><th>setting</th><th>value</th></tr>\n";
+  std::string out = "<table id=\"scenario\" class=\"settings\"><tr><th>setting</th><th>value</th></tr>\n";
   for (auto it = s.begin(); it != s.end(); ++it) {
     const json& v = it.value();
     const std::string shown = v.is_string() ? html_escape(v.get<std::string>())
                               : v.is_null() ? std::string("&mdash;")
-                              : v.is_structured() ? "<code>" + html_escape(v.dump()) + "</code>"
+                              : v.is_structured() ? structured_setting(v)
                                                   : html_escape(v.dump());
     out += "<tr><td>" + html_escape(it.key()) + "</td><td>" + shown + "</td></tr>\n";
   }
@@ -607,9 +622,15 @@ std::string render_compare_html(const nlohmann::json& compare_json) {
   std::set<uint64_t> blocks;
   const json results = compare_json.contains("results") ? compare_json["results"] : json::array();
   for (const json& row : results) {
-    std::string policy = row.value("policy", std::string("?"));
+    // The spec, not the policy's name: tinylfu and tinylfu:window=0.01 are
+    // two curves, as compare.md has them.
+    std::string policy = row.value("spec", row.value("policy", std::string("?")));
     if (row.contains("router"))  // a fleet: one curve per policy, router and size
       policy += " · " + row.value("router", std::string("?")) + " x " + std::to_string(row.value("replicas", 1));
+    if (row.contains("kv_offloading_size_gib")) {  // one curve per CPU tier size too ("inf" or GiB)
+      const json& gib = row["kv_offloading_size_gib"];
+      policy += " · CPU " + (gib.is_string() ? gib.get<std::string>() : gib.dump()) + " GiB";
+    }
     const uint64_t b = row.value("kv_blocks", uint64_t{0});
     table[policy][b] = &row;
     blocks.insert(b);

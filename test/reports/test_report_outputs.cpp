@@ -219,6 +219,16 @@ TEST_CASE("compare.html tells 12 policies apart, draws engine mode's TTFT and li
   CHECK(c.find("<code>0123456789ab</code></td><td>64</td><td>9</td><td>150</td>") != std::string::npos);
 }
 
+TEST_CASE("compare.html draws two specs of one policy as two curves and rows", "[reports][html][compare]") {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const char* spec : {"tinylfu", "tinylfu:window=0.01"})
+    rows.push_back({{"policy", "tinylfu"}, {"spec", spec}, {"kv_blocks", 100}, {"capacity_tokens", 1600},
+                    {"hit_rate", 0.3}});
+  const std::string c = render_compare_html(nlohmann::json{{"results", rows}});
+  CHECK(c.find("<tr><td>tinylfu</td>") != std::string::npos);
+  CHECK(c.find("<tr><td>tinylfu:window=0.01</td>") != std::string::npos);
+}
+
 TEST_CASE("report.html opens on the setup, the pool in GiB and tokens, and the scenario as a table",
           "[reports][html]") {
   RunReport r = test::sample_run_report();
@@ -232,9 +242,15 @@ TEST_CASE("report.html opens on the setup, the pool in GiB and tokens, and the s
         std::string::npos);
   CHECK(html.find("<div class=\"v\">2.0 GiB</div><div class=\"k\">KV cache: 16384 tokens (1024 blocks of 16 "
                   "tokens)</div>") != std::string::npos);
-  CHECK(html.find("<table id=\"scenario\">") != std::string::npos);
+  CHECK(html.find("<table id=\"scenario\" class=\"settings\">") != std::string::npos);
   CHECK(html.find("<tr><td>gpu</td><td>h100-sxm-80gb</td></tr>") != std::string::npos);
   CHECK(html.find("yAxisID: 'y2'") != std::string::npos);  // KV usage on its own axis
+  // A long structured setting (the cost model) folds, its start as the summary.
+  r.scenario["cost_model"] = {{"coefficients", std::string(300, 'x')}};
+  const std::string folded = render_report_html(r);
+  CHECK(folded.find("<tr><td>cost_model</td><td><details><summary><code>{&quot;coefficients&quot;:&quot;xxx") !=
+        std::string::npos);
+  CHECK(folded.find("&hellip;</code></summary><pre>{\n  &quot;coefficients&quot;") != std::string::npos);
   r.kv_cache.bytes_per_block = 0;                          // sized in tokens, no model bytes
   CHECK(render_report_html(r).find("<div class=\"v\">16384 tokens</div>") != std::string::npos);
 }
