@@ -12,6 +12,8 @@
 //   wraps               evictions of content older than the previous
 //                       eviction's by more than one request (for a FIFO
 //                       hand, sieve's: a lap)
+// The figures go to a RetentionFigures the caller owns: a replay destroys
+// its pool, and the probe with it, when it returns.
 // compare reports the first two per pair; test_policy_agentic.cpp explains
 // issue 45's agentic table with them. Only an interned replay (keys) tells
 // recomputed content apart; a hash-indexed one counts none.
@@ -33,10 +35,12 @@ struct RetentionFigures {
 
 class RetentionProbe final : public EvictionPolicy {
  public:
-  // num_keys: the interned trace's key count (0: a hash-indexed replay).
-  RetentionProbe(std::unique_ptr<EvictionPolicy> inner, uint32_t num_keys)
-      : in_(std::move(inner)), evicted_(num_keys, 0) {}
-  const RetentionFigures& figures() const { return f_; }
+  // num_keys: the interned trace's key count (0: a hash-indexed replay);
+  // `out` is counted into from zero and must outlive the probe's use.
+  RetentionProbe(std::unique_ptr<EvictionPolicy> inner, uint32_t num_keys, RetentionFigures& out)
+      : in_(std::move(inner)), evicted_(num_keys, 0), f_(out) {
+    f_ = RetentionFigures{};
+  }
   // Per block, for callers that sample the pool: its content's key (kNoKey
   // when it holds none) and whether a lookup hit it since it was cached.
   uint32_t cached_key(BlockId b) const { return key_[b]; }
@@ -93,7 +97,7 @@ class RetentionProbe final : public EvictionPolicy {
   std::vector<uint64_t> born_;            // by block: the request that cached it
   std::vector<uint32_t> key_;             // by block
   uint64_t seq_ = 0, last_born_ = 0;
-  RetentionFigures f_;
+  RetentionFigures& f_;
 };
 
 }  // namespace prefixsim

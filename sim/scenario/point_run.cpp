@@ -147,15 +147,12 @@ PointResult run_point(const PointInput& input, const Scenario& scenario, const R
       FleetTiers tiers(scenario_tiers(scenario, *resolved.model), 1, std::max<uint32_t>(input.prepared->num_keys(), 1),
                        ctx.block_size);
       std::unique_ptr<EvictionPolicy> policy = make_policy(policy_spec, ctx);
-      const RetentionProbe* probe = nullptr;
-      if (input.probe_retention) {
-        auto wrapped = std::make_unique<RetentionProbe>(std::move(policy), input.prepared->num_keys());
-        probe = wrapped.get();
-        policy = std::move(wrapped);
-      }
+      RetentionFigures kept;
+      if (input.probe_retention)
+        policy = std::make_unique<RetentionProbe>(std::move(policy), input.prepared->num_keys(), kept);
       out.counts = run_cache_replay(*input.prepared, num_blocks, std::move(policy), scenario.check_invariants, {},
                                     tiers.stack(0));
-      if (probe) out.retention = probe->figures();
+      if (input.probe_retention) out.retention = kept;
     }
   } catch (...) {
     out.error = std::current_exception();

@@ -58,11 +58,11 @@ struct AgenticRun {
 constexpr int kNear = 28;  // past LRU's residence at the 0.8 pool
 
 AgenticRun agentic_run(const AgenticCase& c, const std::string& policy, double pool_share) {
-  auto probe = std::make_unique<RetentionProbe>(make_policy(policy), c.trace.num_keys());
-  const RetentionProbe* seen = probe.get();
+  AgenticRun run;
+  auto probe = std::make_unique<RetentionProbe>(make_policy(policy), c.trace.num_keys(), run.figures);
+  const RetentionProbe* seen = probe.get();  // alive during the replay only
   const int64_t num_blocks = c.pool(pool_share) + 1;
   DeadContentSampler dead(c.trace);
-  AgenticRun run;
   uint64_t before = 0, hits[2] = {0, 0}, asked[2] = {0, 0};
   size_t i = 0;
   const CacheReplayHook each = [&](const CacheReplayer& rep) {
@@ -78,7 +78,6 @@ AgenticRun agentic_run(const AgenticCase& c, const std::string& policy, double p
     return true;
   };
   run.result = run_cache_replay(c.trace, num_blocks, std::move(probe), false, each);
-  run.figures = seen->figures();
   run.dead_share = dead.dead_share();
   run.dead_after_hit_share = dead.dead_after_hit_share();
   run.hit_rate_near = static_cast<double>(hits[0]) / static_cast<double>(asked[0]);
@@ -152,13 +151,13 @@ TEST_CASE("agentic: the retention probe changes no policy's decisions", "[policy
     CAPTURE(info.name);
     const int64_t num_blocks = c.pool(0.6) + 1;
     const CacheReplayResult bare = run_cache_replay(c.trace, num_blocks, make_policy(info.name));
-    auto probe = std::make_unique<RetentionProbe>(make_policy(info.name), c.trace.num_keys());
-    const RetentionProbe* seen = probe.get();
+    RetentionFigures kept;
+    auto probe = std::make_unique<RetentionProbe>(make_policy(info.name), c.trace.num_keys(), kept);
     const CacheReplayResult probed = run_cache_replay(c.trace, num_blocks, std::move(probe));
     CHECK(probed.hit_blocks == bare.hit_blocks);
     CHECK(probed.evictions == bare.evictions);
-    CHECK(seen->figures().evictions == bare.evictions);
-    CHECK(seen->figures().hits == bare.hit_blocks);
+    CHECK(kept.evictions == bare.evictions);
+    CHECK(kept.hits == bare.hit_blocks);
   }
 }
 
@@ -181,12 +180,12 @@ TEST_CASE("retention probe: a hand-worked lru run counts a once-hit block evicte
     rs.push_back(r);
   }
   const PreparedTrace trace = prepare_trace(std::span<const Request>(rs), 16);
-  auto probe = std::make_unique<RetentionProbe>(make_policy("lru"), trace.num_keys());
-  const RetentionProbe* seen = probe.get();
-  const CacheReplayResult res = run_cache_replay(trace, 4, std::move(probe));
+  RetentionFigures kept;
+  const CacheReplayResult res =
+      run_cache_replay(trace, 4, std::make_unique<RetentionProbe>(make_policy("lru"), trace.num_keys(), kept));
   CHECK(res.hit_blocks == 2);
-  CHECK(seen->figures().hits == 2);
-  CHECK(seen->figures().hits_on_recomputed == 1);
-  CHECK(seen->figures().evictions == 3);
-  CHECK(seen->figures().evicted_after_hit == 1);
+  CHECK(kept.hits == 2);
+  CHECK(kept.hits_on_recomputed == 1);
+  CHECK(kept.evictions == 3);
+  CHECK(kept.evicted_after_hit == 1);
 }
