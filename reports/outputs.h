@@ -46,6 +46,12 @@ std::string render_terminal_summary(const RunReport& r);
 // "45.6 s", "12.5 min", "3.2 h".
 std::string duration_text(double ms);
 
+// compare's four files (compare.json, .csv, .md, .html; compare_text.h and
+// render_compare_html), written into out_dir as one set (an OutputSet).
+const std::vector<std::string>& compare_output_names();
+struct CompareReport;
+void write_compare_outputs(const std::string& out_dir, const CompareReport& r);
+
 // The five files of a run's output directory, in the order written.
 const std::vector<std::string>& run_output_names();
 // Creates out_dir (and parents) and writes report.json, series.csv,

@@ -1,5 +1,6 @@
 #include <filesystem>
 
+#include "reports/compare_text.h"
 #include "reports/outputs.h"
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
@@ -19,6 +20,21 @@ void write_run_outputs(const std::string& out_dir, const RunReport& r, const std
   OutputSet outputs(out_dir, "--out");
   for (size_t i = 0; i < run_output_names().size(); ++i) outputs.add(run_output_names()[i], files[i]);
   for (AtomicFile* f : also) outputs.add_external(*f);
+  outputs.commit();
+}
+
+const std::vector<std::string>& compare_output_names() {
+  static const std::vector<std::string> names = {"compare.json", "compare.csv", "compare.md", "compare.html"};
+  return names;
+}
+
+void write_compare_outputs(const std::string& out_dir, const CompareReport& r) {
+  const std::string json = render_compare_json(r);
+  OutputSet outputs(out_dir, "--out");  // the four files appear together or not at all
+  outputs.add("compare.json", json);
+  outputs.add("compare.csv", render_compare_csv(r));
+  outputs.add("compare.md", render_compare_md(r));
+  outputs.add("compare.html", render_compare_html(nlohmann::json::parse(json)));
   outputs.commit();
 }
 

@@ -131,6 +131,15 @@ void check_not_an_input(const std::string& path, const std::string& flag, const 
   }
 }
 
+void check_output_set(const std::string& dir, const std::vector<std::string>& names, const std::string& flag,
+                      const std::vector<std::string>& inputs) {
+  check_output_dir(dir, flag);
+  for (const std::string& name : names) {
+    check_output_file(dir + "/" + name, flag);
+    check_not_an_input(dir + "/" + name, flag, inputs);
+  }
+}
+
 AtomicFile::AtomicFile(std::string path, std::string flag) : path_(std::move(path)), flag_(std::move(flag)) {
   check_output_file(path_, flag_);
   remove_stale_temps(path_);

@@ -30,6 +30,11 @@ void check_output_dir(const std::string& dir, const std::string& flag);
 // InputError "FLAG PATH: is also an input (...)" when `path` names the same
 // file as one of `inputs` (empty entries and "-" ignored).
 void check_not_an_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs);
+// Before a run that writes the files `names` into `dir`: check_output_dir,
+// then check_output_file and check_not_an_input for each DIR/NAME, so a bad
+// output is refused before the (long) run rather than after it.
+void check_output_set(const std::string& dir, const std::vector<std::string>& names, const std::string& flag,
+                      const std::vector<std::string>& inputs);
 // Whether two paths name one file, existing or not (symlinks of existing
 // parents resolved, "." and ".." folded).
 bool same_path(const std::string& a, const std::string& b);

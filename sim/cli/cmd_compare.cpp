@@ -32,8 +32,6 @@ const char* const kDescription =
     "Fleets (engine mode): --routers a,b --replicas n1,n2 run every pair on a fleet of each size\n"
     "behind each router, adding the load imbalance (max / mean requests per replica).";
 
-const char* const kOutputs[] = {"compare.json", "compare.csv", "compare.md", "compare.html"};
-
 po::options_description compare_flags() {
   po::options_description opts("options");
   opts.add_options()
@@ -98,19 +96,10 @@ int cmd_compare(const Args& args) {
   if (!vm.count("trace")) throw InputError("compare: missing the TRACE argument (see prefixsim compare --help)");
   const CompareOptions options = compare_options(vm);
   const std::string& out_dir = options.scenario.out;
-  check_output_dir(out_dir, "--out");  // before the (long) run
-  for (const char* name : kOutputs) {
-    check_output_file(out_dir + "/" + name, "--out");
-    check_not_an_input(out_dir + "/" + name, "--out", scenario_input_files(options.scenario));
-  }
+  // Outputs refused before the (long) run.
+  check_output_set(out_dir, compare_output_names(), "--out", scenario_input_files(options.scenario));
   const CompareReport report = run_compare(options);
-  const std::string json = render_compare_json(report);
-  OutputSet outputs(out_dir, "--out");  // the four files appear together or not at all
-  outputs.add("compare.json", json);
-  outputs.add("compare.csv", render_compare_csv(report));
-  outputs.add("compare.md", render_compare_md(report));
-  outputs.add("compare.html", render_compare_html(nlohmann::json::parse(json)));
-  outputs.commit();
+  write_compare_outputs(out_dir, report);
   if (!vm.count("quiet")) std::cout << render_compare_summary(report, out_dir);
   return 0;
 }

@@ -55,11 +55,7 @@ Scenario replay_scenario(const po::variables_map& vm) {
 void check_replay_outputs(const po::variables_map& vm, const Scenario& s) {
   std::vector<std::string> inputs = scenario_input_files(s);
   if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
-  check_output_dir(s.out, "--out");
-  for (const std::string& name : run_output_names()) {
-    check_output_file(s.out + "/" + name, "--out");
-    check_not_an_input(s.out + "/" + name, "--out", inputs);
-  }
+  check_output_set(s.out, run_output_names(), "--out", inputs);
   if (vm.count("steps-out")) {
     const std::string steps_path = vm["steps-out"].as<std::string>();
     check_output_file(steps_path, "--steps-out");
