@@ -4,12 +4,12 @@
 #include <optional>
 #include <string>
 
-#include "policies/registry.h"
 #include "prefixsim_config.h"
 #include "reports/compare_text.h"
 #include "reports/outputs.h"
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
+#include "sim/cli/compare_lists.h"
 #include "sim/cli/options.h"
 #include "sim/scenario/replay_run.h"
 #include "sim/study/compare_run.h"
@@ -24,21 +24,13 @@ void warn(const std::string& message) {
   if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 2) < 0) throw py::error_already_set();
 }
 
-// The flags' lists through the CLI's parsers (cmd_compare.cpp's compare_options).
+// The flags' lists, read as the command reads them (sim/cli/compare_lists.h).
 CompareOptions compare_options(const CompareArgs& a) {
   CompareOptions o;
-  const std::string policies = list_text(a.policies);
-  if (policies != "all") o.policies = cli::parse_spec_list("--policies", policies);
-  else
-    for (const PolicyInfo& p : policy_registry()) o.policies.push_back(p.name);  // as --policies all
-  auto given = [](const py::object& v) { return !v.is_none(); };
-  if (given(a.kv_blocks)) o.kv_blocks = cli::parse_positive_int_list("--kv-blocks", list_text(a.kv_blocks));
-  if (given(a.kv_tokens)) o.kv_tokens = cli::parse_positive_int_list("--kv-tokens", list_text(a.kv_tokens));
-  if (given(a.kv_gb)) o.kv_gb = cli::parse_positive_real_list("--kv-gb", list_text(a.kv_gb));
-  if (given(a.routers)) o.routers = cli::parse_spec_list("--routers", list_text(a.routers));
-  if (given(a.replicas)) o.replicas = cli::parse_positive_int_list("--replicas", list_text(a.replicas));
-  if (given(a.kv_offloading_size))
-    o.offloading_gib = cli::parse_gib_list("--kv-offloading-size", list_text(a.kv_offloading_size));
+  auto given = [](const py::object& v) { return v.is_none() ? std::nullopt : std::optional(list_text(v)); };
+  cli::read_compare_lists({list_text(a.policies), given(a.kv_blocks), given(a.kv_tokens), given(a.kv_gb),
+                           given(a.routers), given(a.replicas), given(a.kv_offloading_size)},
+                          o);
   o.scenario.mode = a.mode;  // checked with the scenario (validate)
   o.threads = threads_arg(a.threads);
   return o;

@@ -105,9 +105,8 @@ class GzipStream : public ByteStream {
       if (member_done_) {  // another gzip member follows (concatenated .gz)
         uint8_t* const next_in = z_.next_in;
         const uint32_t avail_in = z_.avail_in;
-        start_member();
+        start_member();  // keeps the output position
         z_.next_in = next_in, z_.avail_in = avail_in;
-        z_.next_out = reinterpret_cast<uint8_t*>(buf) + (want - z_.avail_out);
       }
       const int rc = isal_inflate(&z_);
       // Negative: corrupt data; ISAL_NEED_DICT: a zlib stream with a preset

@@ -3,12 +3,12 @@
 #include <iostream>
 #include <unistd.h>
 
-#include "policies/registry.h"
 #include "reports/compare_text.h"
 #include "reports/outputs.h"
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/compare_lists.h"
 #include "sim/cli/options.h"
 #include "sim/scenario/scenario.h"
 #include "sim/study/compare_run.h"
@@ -57,13 +57,6 @@ po::options_description compare_flags() {
   return opts;
 }
 
-// `--policies all`: every registered policy.
-std::vector<std::string> policy_specs(const std::string& text) {
-  if (text != "all") return parse_spec_list("--policies", text);
-  std::vector<std::string> specs;
-  for (const PolicyInfo& p : policy_registry()) specs.push_back(p.name);
-  return specs;
-}
 
 CompareOptions compare_options(const po::variables_map& vm) {
   CompareOptions o;
@@ -71,15 +64,12 @@ CompareOptions compare_options(const po::variables_map& vm) {
   if (mode != "cache" && mode != "engine") throw InputError("--mode: '" + mode + "' is not a mode (cache or engine)");
   apply_scenario_flags(vm, kForCompare, o.scenario);
   o.scenario.mode = mode;
-  o.policies = policy_specs(vm["policies"].as<std::string>());
-  auto text = [&](const char* flag) { return vm[flag].as<std::string>(); };
-  if (vm.count("kv-blocks")) o.kv_blocks = parse_positive_int_list("--kv-blocks", text("kv-blocks"));
-  if (vm.count("kv-tokens")) o.kv_tokens = parse_positive_int_list("--kv-tokens", text("kv-tokens"));
-  if (vm.count("kv-gb")) o.kv_gb = parse_positive_real_list("--kv-gb", text("kv-gb"));
-  if (vm.count("routers")) o.routers = parse_spec_list("--routers", text("routers"));
-  if (vm.count("replicas")) o.replicas = parse_positive_int_list("--replicas", text("replicas"));
-  if (vm.count("kv-offloading-size"))
-    o.offloading_gib = parse_gib_list("--kv-offloading-size", text("kv-offloading-size"));
+  auto given = [&](const char* flag) {
+    return vm.count(flag) ? std::optional(vm[flag].as<std::string>()) : std::nullopt;
+  };
+  read_compare_lists({vm["policies"].as<std::string>(), given("kv-blocks"), given("kv-tokens"), given("kv-gb"),
+                      given("routers"), given("replicas"), given("kv-offloading-size")},
+                     o);
   o.threads = resolve_threads(vm);
   o.progress = !vm.count("quiet") && ::isatty(2);
   return o;
