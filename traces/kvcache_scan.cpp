@@ -51,7 +51,7 @@ ReqKey plain_req_key(Cursor& c) {
 }
 
 // One request object; its ids appended to out.ids.
-bool scan_request(Cursor& c, KvScanConversation& out, std::vector<uint64_t>& scratch) {
+bool scan_request(Cursor& c, KvScanConversation& out) {
   KvScanRequest r;
   std::string_view s;
   const auto value = [&](ReqKey key) {
@@ -60,13 +60,13 @@ bool scan_request(Cursor& c, KvScanConversation& out, std::vector<uint64_t>& scr
       case kType: return scan_quoted(c, s) && s != "subagent";
       case kIn: return scan_bounded(c, 1, kMaxTokens, r.in);
       case kOut: return scan_bounded(c, 0, kMaxTokens, r.out);
-      case kIds:
-        scratch.clear();
-        if (!scan_ids(c, scratch) || out.ids.size() + scratch.size() >= UINT32_MAX) return false;
-        r.first_id = static_cast<uint32_t>(out.ids.size());
-        r.num_ids = static_cast<uint32_t>(scratch.size());
-        out.ids.insert(out.ids.end(), scratch.begin(), scratch.end());
+      case kIds: {  // appended in place: a declined list declines the conversation
+        const size_t first = out.ids.size();
+        if (!scan_ids(c, out.ids) || out.ids.size() >= UINT32_MAX) return false;
+        r.first_id = static_cast<uint32_t>(first);
+        r.num_ids = static_cast<uint32_t>(out.ids.size() - first);
         return true;
+      }
       case kReqOther: return false;
     }
     return false;
@@ -80,12 +80,11 @@ bool scan_request(Cursor& c, KvScanConversation& out, std::vector<uint64_t>& scr
 }
 
 bool scan_requests(Cursor& c, KvScanConversation& out) {
-  static thread_local std::vector<uint64_t> scratch;
   if (!c.eat('[')) return false;
   c.skip_ws();
   if (c.eat(']')) return true;
   for (;;) {
-    if (!scan_request(c, out, scratch)) return false;
+    if (!scan_request(c, out)) return false;
     c.skip_ws();
     if (c.eat(']')) return true;
     if (!c.eat(',')) return false;

@@ -6,6 +6,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -88,10 +89,17 @@ struct ConversationSource {
     return session == base ? stem : stem + ":" + std::to_string(line);
   }
 };
+// next() hands out each conversation's text, followed by at least
+// simdjson::SIMDJSON_PADDING readable bytes and valid until the next call:
+// a line of a JSONL in place in the line reader's buffer (no copy), a file
+// or an archive member in buf_.
 class ConversationFiles {
  public:
   virtual ~ConversationFiles() = default;
-  virtual bool next(ConversationSource& where, std::string& buf, size_t& len) = 0;
+  virtual bool next(ConversationSource& where, std::string_view& text) = 0;
+
+ protected:
+  std::string buf_;
 };
 
 class FolderFiles final : public ConversationFiles {
@@ -112,12 +120,12 @@ class FolderFiles final : public ConversationFiles {
     if (ec) throw InputError(dir, 1, "cannot read folder: " + ec.message());
     std::sort(paths_.begin(), paths_.end());
   }
-  bool next(ConversationSource& where, std::string& buf, size_t& len) override {
+  bool next(ConversationSource& where, std::string_view& text) override {
     if (next_ == paths_.size()) return false;
     where.name = paths_[next_++];
     where.session = base_name(where.name);
     where.line = 1;
-    len = slurp(*open_byte_stream(where.name), buf, where.name);
+    text = std::string_view(buf_.data(), slurp(*open_byte_stream(where.name), buf_, where.name));
     return true;
   }
 
@@ -151,15 +159,16 @@ class TarFiles final : public ConversationFiles {
   // first, each conversation kept zstd-compressed in memory (JSON shrinks
   // about tenfold at level 1; the claude-code archive's 440 MiB of members
   // take tens of MiB), then handed out sorted by name.
-  bool next(ConversationSource& where, std::string& buf, size_t& len) override {
+  bool next(ConversationSource& where, std::string_view& text) override {
     if (!read_all_) {
       std::string member;
-      while (read_member(member, buf, len)) {
+      size_t len = 0;
+      while (read_member(member, buf_, len)) {
         Packed p;
         p.name = std::move(member);
         p.size = len;
         p.bytes.resize(ZSTD_compressBound(len));
-        const size_t n = ZSTD_compress(p.bytes.data(), p.bytes.size(), buf.data(), len, 1);
+        const size_t n = ZSTD_compress(p.bytes.data(), p.bytes.size(), buf_.data(), len, 1);
         if (ZSTD_isError(n)) throw InternalError(std::string("ZSTD_compress: ") + ZSTD_getErrorName(n));
         p.bytes.resize(n);
         p.bytes.shrink_to_fit();
@@ -173,10 +182,10 @@ class TarFiles final : public ConversationFiles {
     where.name = std::move(p.name);
     where.session = base_name(where.name);
     where.line = 1;
-    buf.resize(std::max(buf.size(), p.size + simdjson::SIMDJSON_PADDING));
-    const size_t n = ZSTD_decompress(buf.data(), p.size, p.bytes.data(), p.bytes.size());
+    buf_.resize(std::max(buf_.size(), p.size + simdjson::SIMDJSON_PADDING));
+    const size_t n = ZSTD_decompress(buf_.data(), p.size, p.bytes.data(), p.bytes.size());
     if (ZSTD_isError(n) || n != p.size) throw InternalError("ZSTD_decompress of a buffered archive member failed");
-    len = p.size;
+    text = std::string_view(buf_.data(), p.size);
     std::string().swap(p.bytes);
     return true;
   }
@@ -273,12 +282,12 @@ class TarFiles final : public ConversationFiles {
 class SingleFile final : public ConversationFiles {
  public:
   SingleFile(std::string path, std::unique_ptr<ByteStream> in) : path_(std::move(path)), in_(std::move(in)) {}
-  bool next(ConversationSource& where, std::string& buf, size_t& len) override {
+  bool next(ConversationSource& where, std::string_view& text) override {
     if (!in_) return false;
     where.name = path_;
     where.session = base_name(path_);
     where.line = 1;
-    len = slurp(*in_, buf, path_);
+    text = std::string_view(buf_.data(), slurp(*in_, buf_, path_));
     in_.reset();
     return true;
   }
@@ -299,23 +308,35 @@ class JsonlConversations final : public ConversationFiles {
  public:
   JsonlConversations(std::string path, std::unique_ptr<LineReader> lines)
       : path_(std::move(path)), lines_(std::move(lines)) {}
-  bool next(ConversationSource& where, std::string& buf, size_t& len) override {
-    std::string_view line;
-    if (!next_nonblank(line)) return false;
-    where.name = path_;
+  // The line reader pads every line with simdjson's padding, and a line
+  // stays in place until the next is read.
+  bool next(ConversationSource& where, std::string_view& text) override {
+    if (!next_nonblank(text)) return false;
+    if (where.name != path_) where.name = path_;
     where.line = lines_->line_number();
-    len = line.size();
-    buf.resize(std::max(buf.size(), len + simdjson::SIMDJSON_PADDING));
-    std::copy(line.begin(), line.end(), buf.begin());
     if (!looked_ahead_) {  // a second conversation after the first?
       looked_ahead_ = true;
+      // Reading ahead may move the first line in the reader's buffer: it is
+      // copied out first (once per file).
+      buf_.assign(text.data(), text.size());
+      buf_.resize(text.size() + simdjson::SIMDJSON_PADDING);
+      text = std::string_view(buf_.data(), text.size());
       std::string_view ahead;
       if (next_nonblank(ahead)) {
         several_ = true;
         lines_->unread();
       }
+      base_ = base_name(path_);
     }
-    where.session = several_ ? base_name(path_) + ":" + std::to_string(where.line) : base_name(path_);
+    // The session's text rebuilt in place: no allocation per conversation.
+    where.session.assign(base_);
+    if (several_) {
+      char num[24];
+      const auto [end, ec] = std::to_chars(num, num + sizeof num, where.line);
+      (void)ec;
+      where.session.push_back(':');
+      where.session.append(num, end);
+    }
     return true;
   }
 
@@ -326,7 +347,7 @@ class JsonlConversations final : public ConversationFiles {
     return false;
   }
 
-  std::string path_;
+  std::string path_, base_;
   std::unique_ptr<LineReader> lines_;
   bool looked_ahead_ = false, several_ = false;
 };
@@ -386,21 +407,33 @@ class KvCacheTesterSource final : public RequestSource {
     heap_.pop();
     Conversation& c = *convs_[p.conv];
     const ConvRequest& r = c.reqs[c.next++];
-    c.cur.resize(r.shared);
-    c.cur.insert(c.cur.end(), c.pool.begin() + r.begin, c.pool.begin() + r.begin + r.count);
+    const bool last = c.next == c.reqs.size();
     out.clear();
-    out.id = c.id + "#" + std::to_string(r.seq);
+    // Filled in place: the strings and the id vector keep their buffers
+    // from the caller's previous request.
+    out.id.assign(c.id);
+    out.id.push_back('#');
+    char num[16];
+    out.id.append(num, std::to_chars(num, num + sizeof num, r.seq).ptr);
     out.arrival = p.arrival;
-    out.hash_ids.assign(c.cur.begin(), c.cur.end());
+    const auto fresh = c.pool.begin() + r.begin;
+    if (last) {  // no request after it needs c.cur
+      out.hash_ids.assign(c.cur.begin(), c.cur.begin() + r.shared);
+      out.hash_ids.insert(out.hash_ids.end(), fresh, fresh + r.count);
+    } else {
+      c.cur.resize(r.shared);
+      c.cur.insert(c.cur.end(), fresh, fresh + r.count);
+      out.hash_ids.assign(c.cur.begin(), c.cur.end());
+    }
     out.trace_block_size = c.block_size;
     out.prompt_len = r.in;
     out.output_len = r.out;
-    out.session = c.session;
+    out.session.assign(c.session);
     ++emitted_;
-    if (c.next < c.reqs.size())
+    if (!last)
       heap_.push({c.start + c.reqs[c.next].t, p.conv});
     else
-      convs_[p.conv].reset();  // finished: free it
+      recycle(std::move(convs_[p.conv]));  // finished
     return true;
   }
 
@@ -412,16 +445,37 @@ class KvCacheTesterSource final : public RequestSource {
     bool operator>(const Pending& o) const { return arrival != o.arrival ? arrival > o.arrival : conv > o.conv; }
   };
 
+  // A finished conversation's object is kept for the next one (its
+  // vectors' and strings' buffers with it), unless it is large: memory
+  // stays about the live conversations' distinct ids.
+  void recycle(std::unique_ptr<Conversation> c) {
+    constexpr size_t kMaxKeptIds = 4096, kMaxKept = 64;
+    if (spare_.size() < kMaxKept && c->pool.capacity() <= kMaxKeptIds && c->cur.capacity() <= kMaxKeptIds &&
+        c->reqs.capacity() <= kMaxKeptIds) {
+      c->reqs.clear();
+      c->pool.clear();
+      c->cur.clear();
+      c->next = 0;
+      spare_.push_back(std::move(c));
+    }
+  }
+
   void load_next() {
-    ConversationSource where;
-    size_t len = 0;
-    if (!files_->next(where, buf_, len)) {
+    ConversationSource& where = where_;
+    std::string_view text;
+    if (!files_->next(where, text)) {
       files_done_ = true;
       return;
     }
     const uint32_t k = static_cast<uint32_t>(loaded_++);
     if (k + 1 >= (1u << 22)) throw InputError(where.name, where.line, "too many conversations (more than 4 million)");
-    auto c = std::make_unique<Conversation>();
+    std::unique_ptr<Conversation> c;
+    if (spare_.empty()) {
+      c = std::make_unique<Conversation>();
+    } else {
+      c = std::move(spare_.back());
+      spare_.pop_back();
+    }
     if (next_start_ == std::numeric_limits<TimeNs>::max()) {
       char rate[32];
       std::snprintf(rate, sizeof rate, "%g", opts_.conversation_rate);
@@ -430,7 +484,7 @@ class KvCacheTesterSource final : public RequestSource {
                            " starts this conversation past the simulated clock's range; raise the rate");
     }
     c->start = next_start_;
-    parse(where, len, k, *c);
+    parse(where, text, k, *c);
     for (const auto& r : c->reqs)  // start + offset must stay on the clock too
       if (r.t > std::numeric_limits<TimeNs>::max() - c->start)
         throw InputError(where.name, where.line,
@@ -450,14 +504,15 @@ class KvCacheTesterSource final : public RequestSource {
     convs_[k] = std::move(c);
   }
 
-  void parse(const ConversationSource& where, size_t len, uint32_t k, Conversation& c) {
+  // `text` is followed by simdjson's padding.
+  void parse(const ConversationSource& where, std::string_view text, uint32_t k, Conversation& c) {
     const JsonFields f(where.name, where.line);
-    c.session = where.session;
-    if (opts_.fast_scan && parse_fast(where, len, k, c)) return;
+    c.session.assign(where.session);
+    if (opts_.fast_scan && parse_fast(where, text, k, c)) return;
     c.reqs.clear();
     c.pool.clear();
     element doc;
-    if (const auto err = parser_.parse(buf_.data(), len, false).get(doc))
+    if (const auto err = parser_.parse(text.data(), text.size(), false).get(doc))
       f.fail(std::string("invalid JSON: ") + simdjson::error_message(err));
     simdjson::dom::object top;
     if (doc.get_object().get(top)) f.fail("expected a JSON object (one conversation)");
@@ -532,41 +587,69 @@ class KvCacheTesterSource final : public RequestSource {
   }
   void finish(const JsonFields& f, Conversation& c) {
     if (c.pool.size() >= (1ULL << 32)) f.fail("conversation too large (over 2^32 distinct ids)");
-    c.pool.shrink_to_fit();
+    // Held until the conversation ends: no slack worth a copy (a small one
+    // is kept for the next conversation instead, see recycle()).
+    if (c.pool.capacity() > 2 * c.pool.size() + 4096) c.pool.shrink_to_fit();
   }
 
   // The plain conversation through the scanner (kvcache_scan.h); false for
   // one it declines or whose fields fail a check, which the DOM path then
-  // reads and reports as ever.
-  bool parse_fast(const ConversationSource& where, size_t len, uint32_t k, Conversation& c) {
+  // reads and reports as ever. The delta encoding is taken straight from
+  // the scanned ids (no copy per request): namespacing by file is one OR on
+  // ids below 2^40, so two raw ids are equal exactly when their namespaced
+  // forms are, and a tail id equals no other.
+  bool parse_fast(const ConversationSource& where, std::string_view text, uint32_t k, Conversation& c) {
     static_assert(json_scan::kScanPadding <= simdjson::SIMDJSON_PADDING);
-    if (!scan_kvcache_conversation(std::string_view(buf_.data(), len), scan_)) return false;
+    if (!scan_kvcache_conversation(text, scan_)) return false;
     const KvScanConversation& sc = scan_;
     if (opts_.trace_block_size > 0 && sc.has_block_size && sc.block_size != opts_.trace_block_size) return false;
     const int64_t bs = sc.has_block_size ? sc.block_size : opts_.trace_block_size > 0 ? opts_.trace_block_size : 64;
     const uint64_t limit = sc.global ? kTailBit : (1ULL << kFileShift);
+    uint64_t any = 0;  // every id ORed: one compare against the limit
+    for (uint64_t id : sc.ids) any |= id;
+    if (any >= limit) return false;
     fast_.clear();
     uint32_t seq = 0;
     for (const KvScanRequest& r : sc.requests) {
       const int64_t n = r.num_ids, full = r.in / bs, all = (r.in + bs - 1) / bs;
       if (n != full && n != all) return false;
-      for (uint32_t i = 0; i < r.num_ids; ++i)
-        if (sc.ids[r.first_id + i] >= limit) return false;
       fast_.push_back({static_cast<TimeNs>(std::llround(r.t * 1e9)), seq++, &r});
     }
-    c.id = sc.has_id ? std::string(sc.id) : where.default_id();
+    if (sc.has_id)
+      c.id.assign(sc.id);
+    else
+      c.id = where.default_id();
     c.block_size = static_cast<int32_t>(bs);
     const auto earlier = [](const FastRequest& a, const FastRequest& b) { return a.t < b.t; };
     if (!std::is_sorted(fast_.begin(), fast_.end(), earlier)) std::stable_sort(fast_.begin(), fast_.end(), earlier);
     const uint64_t file_ns = static_cast<uint64_t>(k + 1) << kFileShift;
-    prev_.clear();
-    for (const FastRequest& q : fast_) {
-      const auto first = sc.ids.begin() + q.r->first_id;
-      ids_.assign(first, first + q.r->num_ids);
-      if (!sc.global)
-        for (uint64_t& id : ids_) id |= file_ns;
-      append_request(c, {q.t, q.r->in, q.r->out, q.seq}, file_ns);
+    const uint64_t ns = sc.global ? 0 : file_ns;
+    // Sized for the most it can take (every id, a tail per request), filled
+    // through plain pointers, then cut to what it holds.
+    c.reqs.resize(fast_.size());
+    c.pool.resize(sc.ids.size() + fast_.size());
+    uint64_t* const pool = c.pool.data();
+    size_t used = 0;
+    const uint64_t* prev = nullptr;  // the request before's scanned ids
+    size_t prev_n = 0;
+    for (size_t j = 0; j < fast_.size(); ++j) {
+      const FastRequest& q = fast_[j];
+      const uint64_t* ids = sc.ids.data() + q.r->first_id;
+      const size_t n = q.r->num_ids;
+      size_t shared = 0;
+      while (shared < n && shared < prev_n && ids[shared] == prev[shared]) ++shared;
+      ConvRequest& r = c.reqs[j];
+      r = {q.t, q.r->in, q.r->out, q.seq};
+      r.shared = static_cast<uint32_t>(shared);
+      r.begin = static_cast<uint32_t>(used);
+      for (size_t i = shared; i < n; ++i) pool[used++] = ids[i] | ns;
+      if (static_cast<int64_t>(n) == q.r->in / bs && q.r->in % bs != 0)
+        pool[used++] = kTailBit | file_ns | q.seq;  // the unknown tail: unique
+      r.count = static_cast<uint32_t>(used - r.begin);
+      prev = ids;
+      prev_n = n;
     }
+    c.pool.resize(used);
     finish(JsonFields(where.name, where.line), c);
     return true;
   }
@@ -643,7 +726,7 @@ class KvCacheTesterSource final : public RequestSource {
   TraceOptions opts_;
   std::mt19937_64 rng_;
   simdjson::dom::parser parser_;
-  std::string buf_;  // the file being parsed
+  ConversationSource where_;  // the conversation being read (its strings' buffers reused)
   std::vector<RawRequest> raw_;
   struct FastRequest {
     TimeNs t;
@@ -654,6 +737,7 @@ class KvCacheTesterSource final : public RequestSource {
   std::vector<FastRequest> fast_;
   std::vector<uint64_t> ids_, prev_;
   std::vector<std::unique_ptr<Conversation>> convs_;  // by load order; null once finished
+  std::vector<std::unique_ptr<Conversation>> spare_;  // finished, kept for reuse (recycle())
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> heap_;  // one per live conversation
   double start_s_ = 0;
   TimeNs next_start_ = 0;

@@ -119,6 +119,49 @@ TEST_CASE("mutated kv-cache-tester lines give the same requests or the same erro
                       "\n");
 }
 
+// A conversation whose requests re-send the one before's ids and add some
+// (a chat), sometimes editing one midway, with tails and scopes varied.
+std::string growing_conversation(std::mt19937_64& rng, int requests) {
+  const int64_t bs = 16;
+  std::vector<uint64_t> ids;
+  std::string line = std::string("{\"block_size\":16,\"hash_id_scope\":\"") + (rng() % 4 ? "local" : "global") +
+                     "\",\"requests\":[";
+  for (int k = 0; k < requests; ++k) {
+    for (int add = 1 + static_cast<int>(rng() % 5); add > 0; --add) ids.push_back(rng() % 1000);
+    if (ids.size() > 2 && rng() % 5 == 0) ids[rng() % ids.size()] = rng() % 1000;  // an edit midway
+    const int64_t in = static_cast<int64_t>(ids.size()) * bs - static_cast<int64_t>(rng() % 2) * 5;  // a tail or not
+    std::string list;
+    const size_t n = static_cast<size_t>(in / bs) + (rng() % 3 == 0 && in % bs ? 1 : 0);
+    for (size_t i = 0; i < n; ++i) list += (i ? "," : "") + std::to_string(ids[i]);
+    line += (k ? ",{\"t\":" : "{\"t\":") + std::to_string(k * 3 + static_cast<int>(rng() % 4)) +
+            ",\"in\":" + std::to_string(in) + ",\"out\":" + std::to_string(rng() % 50) + ",\"hash_ids\":[" + list +
+            "]}";
+  }
+  return line + "]}";
+}
+
+TEST_CASE("a long JSONL of overlapping conversations reads the same through either path", "[traces][kvcache_scan]") {
+  // Many conversations alive at once, finished ones' objects reused for the
+  // next (kvcache_tester.cpp recycle()), every 7th read by simdjson (a
+  // subagent), some large enough not to be reused: the fast path's delta
+  // encoding, taken from the scanned ids, must give the DOM path's requests.
+  std::mt19937_64 rng(47);
+  std::string text;
+  for (int i = 0; i < sanitized_share(400); ++i) {
+    if (i % 7 == 3)
+      text += R"({"id":"s","requests":[{"t":0,"type":"subagent","requests":[{"t":1,"in":256,"out":1,"hash_ids":[1,2,3,4]}]},)"
+              R"({"t":2,"in":300,"out":1,"hash_ids":[1,2,3,4,5]}]})";
+    else
+      text += growing_conversation(rng, i % 50 == 0 ? 1200 : 1 + static_cast<int>(rng() % 8));
+    text += "\n";
+  }
+  TraceOptions o;
+  o.conversation_rate = 2.0;  // conversations span ~3 s a request: dozens overlap
+  const Outcome both = check_both_paths(kMake, text, o);
+  INFO(both.error);
+  CHECK(both.requests.size() > 1000);
+}
+
 TEST_CASE("the WEKA fixture reads the same through either path", "[traces][kvcache_scan]") {
   std::string text;
   {
