@@ -36,16 +36,14 @@ class LruPolicy final : public EvictionPolicy {
   }
   BlockId pop_free() override {
     const BlockId b = queue_.pop_front();
-    // Prefetch only (no effect on the result): allocation evicts the blocks
-    // it pops, which reads their hash and its index slot, random accesses.
-    // The next block's hash was fetched on the previous pop, so its index
-    // slot can be fetched now, and the hash of the one after it.
+    // Prefetch only (no effect on the result): allocation evicts the block
+    // it pops, which reads its reference count, its index node (unlinked
+    // from its chain without a walk) and its hash, random accesses. The
+    // next block's are fetched now, a pop ahead; its queue links are on
+    // their way already (unlinking b wrote them). Nothing is *loaded* past
+    // the front: following the queue further would wait on each link.
     const BlockId f1 = queue_.front();
-    if (f1 != kNoBlock) {
-      pool_->prefetch_index_of(f1);
-      const BlockId f2 = queue_.next(f1);
-      if (f2 != kNoBlock) __builtin_prefetch(&pool_->hash_of(f2));
-    }
+    if (f1 != kNoBlock) pool_->prefetch_block(f1);
     return b;
   }
   void on_free(BlockId b) override { queue_.push_back(b); }

@@ -82,6 +82,9 @@ class PromisedView final : public FleetView {
   size_t cached_prefix_blocks(uint32_t i, std::span<const BlockHash> p) const override {
     return pool_.cached_prefix_blocks(i, p);
   }
+  void cached_prefix_blocks_all(std::span<const BlockHash> p, std::span<size_t> out) const override {
+    pool_.cached_prefix_blocks_all(p, out);
+  }
   TimeNs now() const override { return pool_.now(); }
 
  private:

@@ -54,6 +54,7 @@ class EngineFleetView final : public FleetView {
     if (!lagged_.empty()) return lagged_[i]->leading(prompt, loop_.now());
     return truly_cached(i, prompt);
   }
+  void cached_prefix_blocks_all(std::span<const BlockHash> prompt, std::span<size_t> out) const override;
   TimeNs now() const override { return loop_.now(); }
   // What replica i's pool holds right now, whatever the router's view.
   size_t truly_cached(uint32_t i, std::span<const BlockHash> prompt) const {
@@ -79,6 +80,7 @@ class EngineFleetView final : public FleetView {
   const EventLoop& loop_;
   std::span<const std::unique_ptr<LaggedCacheIndex>> lagged_;  // empty: no lag
   std::vector<Sample> samples_;                                // empty: live load
+  mutable std::vector<uint32_t> walking_;  // cached_prefix_blocks_all's replicas still matching
 };
 
 }  // namespace prefixsim

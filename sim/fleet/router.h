@@ -51,6 +51,12 @@ class FleetView {
   // Leading blocks of `prompt` (full-block hashes, in order) cached on
   // replica i. Nothing is touched: the look does not count as a use.
   virtual size_t cached_prefix_blocks(uint32_t i, std::span<const BlockHash> prompt) const = 0;
+  // cached_prefix_blocks of every replica, into out[0 .. size()): the same
+  // numbers, which a view may look up together (the live view walks the
+  // pools side by side, so that their cache misses overlap).
+  virtual void cached_prefix_blocks_all(std::span<const BlockHash> prompt, std::span<size_t> out) const {
+    for (uint32_t i = 0; i < size(); ++i) out[i] = cached_prefix_blocks(i, prompt);
+  }
   virtual TimeNs now() const = 0;
 };
 

@@ -43,8 +43,10 @@ class KvAwareRouter final : public Router {
     for (uint32_t i = 0; i < fleet.size(); ++i) mean_pool += static_cast<double>(fleet.capacity_blocks(i));
     mean_pool /= fleet.size();
     double max_logit = 0;
+    overlaps_.resize(fleet.size());
+    fleet.cached_prefix_blocks_all(q.prompt_blocks, overlaps_);
     for (uint32_t i = 0; i < fleet.size(); ++i) {
-      const auto overlap = static_cast<int64_t>(fleet.cached_prefix_blocks(i, q.prompt_blocks));
+      const auto overlap = static_cast<int64_t>(overlaps_[i]);
       const double prefill = static_cast<double>(fleet.queued_prompt_tokens(i) + prompt - overlap * q.block_size) / bs;
       const double decode = static_cast<double>(fleet.active_blocks(i) + request_blocks - overlap) *
                             (mean_pool / static_cast<double>(fleet.capacity_blocks(i)));
@@ -76,6 +78,7 @@ class KvAwareRouter final : public Router {
   double weight_, temperature_;
   uint64_t state_;
   std::vector<double> logits_;
+  std::vector<size_t> overlaps_;  // leading cached blocks, by replica
 };
 
 }  // namespace

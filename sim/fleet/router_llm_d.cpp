@@ -115,10 +115,12 @@ class LlmDRouter final : public Router {
   void add_precise(const RouteQuery& q, const FleetView& fleet) {
     const uint32_t n = fleet.size();
     raw_.assign(n, 0.0);
+    overlaps_.resize(n);
+    fleet.cached_prefix_blocks_all(q.prompt_blocks, overlaps_);
     double lo = 0, hi = 0;
     bool any = false;
     for (uint32_t i = 0; i < n; ++i) {
-      raw_[i] = static_cast<double>(fleet.cached_prefix_blocks(i, q.prompt_blocks));
+      raw_[i] = static_cast<double>(overlaps_[i]);
       if (raw_[i] == 0) continue;  // no block 0: not in llm-d's index map
       lo = any ? std::min(lo, raw_[i]) : raw_[i];
       hi = any ? std::max(hi, raw_[i]) : raw_[i];
@@ -191,6 +193,7 @@ class LlmDRouter final : public Router {
   std::vector<PrefixSet> approx_;
   std::unordered_map<std::string, uint32_t> sessions_;
   std::vector<double> total_, raw_, values_, scores_;
+  std::vector<size_t> overlaps_;  // leading cached blocks, by replica (precise scorer)
   std::vector<uint32_t> match_, tied_;
 };
 

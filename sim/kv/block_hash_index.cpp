@@ -18,19 +18,21 @@ void BlockHashIndex::reset(int32_t num_blocks, const std::vector<BlockHash>* has
 void BlockHashIndex::insert(BlockId b) {
   const BlockHash& h = (*hashes_)[b];
   BlockId& head = buckets_[home(h)];
-  nodes_[b] = {head, tag_of(h)};
+  nodes_[b] = {head, kNoBlock, tag_of(h)};
+  if (head != kNoBlock) nodes_[head].prev = b;
   head = b;
   ++size_;
 }
 
 void BlockHashIndex::erase(BlockId b) {
-  BlockId* link = &buckets_[home((*hashes_)[b])];
-  while (*link != b) {
-    if (*link == kNoBlock) throw InternalError("hash index: erasing a block that is not indexed");
-    link = &nodes_[*link].next;
-  }
-  *link = nodes_[b].next;
-  nodes_[b].next = kNotCached;
+  Node& n = nodes_[b];
+  if (n.next == kNotCached) throw InternalError("hash index: erasing a block that is not indexed");
+  if (n.prev == kNoBlock)
+    buckets_[home((*hashes_)[b])] = n.next;
+  else
+    nodes_[n.prev].next = n.next;
+  if (n.next != kNoBlock) nodes_[n.next].prev = n.prev;
+  n.next = kNotCached;
   --size_;
 }
 

@@ -29,10 +29,10 @@
 namespace prefixsim {
 
 // What one block of a simulated pool costs in this process's memory, at the
-// least: its ref count (4 B), hash (16 B), hash-index node and bucket (12 B)
+// least: its ref count (4 B), hash (16 B), hash-index node and bucket (16 B)
 // and the cheapest policy's links (8 B). A lower bound (richer policies keep
 // more), so a pool refused by check_pool_fits_memory could never be simulated.
-inline constexpr int64_t kMinPoolBytesPerBlock = 40;
+inline constexpr int64_t kMinPoolBytesPerBlock = 44;
 
 // The most memory the simulated pools of one run may need: half of this
 // machine's physical memory (the rest is left to the trace, the reports and
@@ -99,13 +99,16 @@ class BlockPool {
       index_.prefetch(hashes_[b]);
   }
   // Hints the CPU to fetch what allocating block b will read: its
-  // reference count and its index links (its hash, unless keyed).
+  // reference count and its index links (its hash and chain node, unless
+  // keyed).
   void prefetch_block(BlockId b) const {
     __builtin_prefetch(&ref_[b]);
-    if (keyed_)
+    if (keyed_) {
       keys_.prefetch_block(b);
-    else
+    } else {
       __builtin_prefetch(&hashes_[b]);
+      index_.prefetch_node(b);
+    }
   }
   EvictionPolicy& policy() { return *policy_; }
   const EvictionPolicy& policy() const { return *policy_; }

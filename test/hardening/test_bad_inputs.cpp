@@ -847,7 +847,7 @@ TEST_CASE("SIGTERM and SIGINT during generate remove the temporary file and exit
 }
 
 TEST_CASE("pool sizes that cannot be allocated are refused up front, naming the flag", "[hardening][cli]") {
-  // The check refuses a pool whose metadata (at least 40 B a block) would
+  // The check refuses a pool whose metadata (at least 44 B a block) would
   // need over half the machine's memory; on a machine large enough to
   // simulate these pools, there is nothing to refuse.
   const double physical = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
@@ -861,7 +861,7 @@ TEST_CASE("pool sizes that cannot be allocated are refused up front, naming the 
   // llama-3.1-8b: 2 MiB a block, so 1e6 GiB is 5.12e8 blocks.
   for (const Pool& p : {Pool{{"--kv-blocks", "2147483647"}, 2147483647.0, "--kv-blocks: a pool of 2147483647 blocks"},
                         Pool{{"--kv-gb", "1e6"}, 5.12e8, "--kv-gb: a pool of 512000000 blocks"}}) {
-    if (p.blocks * 40 <= physical / 2) {
+    if (p.blocks * 44 <= physical / 2) {
       WARN("skipped " << p.flag << ": this machine could hold the pool");
       continue;
     }
@@ -878,7 +878,7 @@ TEST_CASE("pool sizes that cannot be allocated are refused up front, naming the 
 
 TEST_CASE("runs whose pools and tiers together cannot be allocated are refused up front, naming the flag to lower",
           "[hardening][cli]") {
-  // Each pool alone passes its check; the run's sum (at least 40 B a block)
+  // Each pool alone passes its check; the run's sum (at least 44 B a block)
   // is over half the machine's memory unless the machine is larger still.
   const double physical = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
   const std::string trace = trace_dir() + "/mooncake_small.jsonl";
@@ -901,7 +901,7 @@ TEST_CASE("runs whose pools and tiers together cannot be allocated are refused u
   };
   std::ofstream(dir + "/g.yaml") << "base: {trace: " << trace << ", kv_blocks: 1000000}\naxes:\n  replicas: [1, 4096]\n";
   for (const Run& run : runs) {
-    if (run.blocks * 40 <= physical / 2) {
+    if (run.blocks * 44 <= physical / 2) {
       std::string line;
       for (const std::string& a : run.args) line += " " + a;
       WARN("skipped" << line << ": this machine could hold the run");

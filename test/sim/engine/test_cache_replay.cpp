@@ -2,6 +2,7 @@
 // feeds it; it counts refused requests; belady bounds the other policies on
 // small traces. (On the real Mooncake traces: test_cache_replay_real.cpp.)
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <functional>
 #include <random>
 
@@ -325,6 +326,49 @@ TEST_CASE("the hash index finds the earliest-inserted block of a hash, whatever 
   REQUIRE(ix.find(a) == kNoBlock);
   REQUIRE(ix.size() == 1);
   REQUIRE_THROWS_AS(ix.erase(3), InternalError);
+}
+
+TEST_CASE("the hash index agrees with a plain list of insertions under random inserts and erases",
+          "[cache-replay]") {
+  // Chains are doubly linked (erase unlinks without a walk): against a plain
+  // model (every cached block with its hash, in insertion order), after
+  // every operation, find() is the earliest of its hash, next_duplicate()
+  // the next, contains_block() and size() exact. Few distinct hashes, many
+  // sharing a bucket and a tag: long chains with duplicates, erased from
+  // the head, the middle and the tail.
+  constexpr int32_t N = 64;
+  std::vector<BlockHash> hashes(N);
+  BlockHashIndex ix;
+  ix.reset(N, &hashes);
+  std::vector<BlockId> order;  // cached blocks, earliest first
+  std::mt19937_64 rng(44);
+  const auto hash_k = [](uint64_t k) { return BlockHash{(k % 3) | (k << 40), (0x77ULL << 32) | (k % 2)}; };
+  for (int op = 0; op < 20000; ++op) {
+    const auto b = static_cast<BlockId>(1 + rng() % (N - 1));
+    const auto at = std::find(order.begin(), order.end(), b);
+    if (at == order.end()) {
+      hashes[static_cast<size_t>(b)] = hash_k(rng() % 9);
+      ix.insert(b);
+      order.push_back(b);
+    } else {
+      ix.erase(b);
+      order.erase(at);
+    }
+    REQUIRE(ix.size() == order.size());
+    for (uint64_t k = 0; k < 9; ++k) {
+      std::vector<BlockId> same;
+      for (BlockId c : order)
+        if (hashes[static_cast<size_t>(c)] == hash_k(k)) same.push_back(c);
+      BlockId c = ix.find(hash_k(k));
+      for (BlockId want : same) {
+        REQUIRE(c == want);
+        c = ix.next_duplicate(c);
+      }
+      REQUIRE(c == kNoBlock);
+    }
+    for (BlockId c = 1; c < N; ++c)
+      REQUIRE(ix.contains_block(c) == (std::find(order.begin(), order.end(), c) != order.end()));
+  }
 }
 
 TEST_CASE("cache replay counts a request larger than the pool as refused, never silently", "[cache-replay]") {

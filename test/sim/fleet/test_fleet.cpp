@@ -5,6 +5,8 @@
 // exactly; and on multi-turn traffic the prefix-aware routers keep more
 // of the cache than the blind ones.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -79,8 +81,11 @@ struct FleetRun {
   std::vector<int32_t> free_blocks;
 };
 
+// `wrap`, when given, wraps the router made from its spec.
+using RouterWrap = std::function<std::unique_ptr<Router>(std::unique_ptr<Router>)>;
 FleetRun run(const std::vector<Request>& reqs, uint32_t n, const std::string& router, int32_t blocks,
-            TimeNs scrape = 0, RouterViewStats* stats = nullptr, const AdmissionConfig& admission = {}) {
+            TimeNs scrape = 0, RouterViewStats* stats = nullptr, const AdmissionConfig& admission = {},
+            const RouterWrap& wrap = {}) {
   EventLoop loop;
   std::vector<std::unique_ptr<Replica>> reps;
   std::vector<Engine*> engines;
@@ -96,6 +101,7 @@ FleetRun run(const std::vector<Request>& reqs, uint32_t n, const std::string& ro
   ctx.replicas = n;
   ctx.pool_blocks = blocks;
   auto r = make_router(router, ctx);
+  if (wrap) r = wrap(std::move(r));
   VectorSource src{std::span<const Request>(reqs)};
   FleetRun out;
   out.result = run_fleet(loop, src, engines, *r, 16, 0, stats, scrape, admission);
@@ -161,6 +167,47 @@ TEST_CASE("a fleet conserves requests, keeps every pool's invariants and frees e
     CHECK(arrived == t.arrived);
     CHECK(finished == t.finished);
     for (int32_t free : f.free_blocks) CHECK(free == 39);  // every usable block free again
+  }
+}
+
+// Checks, at every routing decision, that the fleet view's side-by-side
+// lookup of every replica's cached prefix (engine_view.cpp) gives each
+// replica's own count, then lets the wrapped router decide.
+struct LookupCounts {
+  size_t deepest = 0, matched = 0;
+};
+class PrefixLookupCheck final : public Router {
+ public:
+  PrefixLookupCheck(std::unique_ptr<Router> inner, LookupCounts& counts) : inner_(std::move(inner)), n_(counts) {}
+  bool needs_prompt_blocks() const override { return true; }
+  uint32_t route(const RouteQuery& q, const FleetView& fleet) override {
+    std::vector<size_t> all(fleet.size(), 12345);
+    fleet.cached_prefix_blocks_all(q.prompt_blocks, all);
+    for (uint32_t i = 0; i < fleet.size(); ++i) {
+      const size_t one = fleet.cached_prefix_blocks(i, q.prompt_blocks);
+      if (all[i] != one) FAIL("replica " << i << ": " << all[i] << " blocks side by side, " << one << " alone");
+      n_.deepest = std::max(n_.deepest, one);
+      n_.matched += one > 0 ? 1 : 0;
+    }
+    return inner_->route(q, fleet);
+  }
+
+ private:
+  std::unique_ptr<Router> inner_;
+  LookupCounts& n_;  // the caller's: the router dies with the run
+};
+
+TEST_CASE("the fleet view looks up every replica's cached prefix side by side as each would alone", "[fleet]") {
+  // Small pools (evictions, chains reused) and long shared prefixes (walks
+  // many blocks deep on some replicas, stopping early on others).
+  const auto reqs = multi_turn(16, 6, 300'000, 6);
+  for (const char* router : {"kv-aware", "round-robin"}) {
+    INFO(router);
+    LookupCounts counts;
+    run(reqs, 4, router, 120, 0, nullptr, {},
+        [&](std::unique_ptr<Router> r) { return std::make_unique<PrefixLookupCheck>(std::move(r), counts); });
+    CHECK(counts.deepest >= 10);  // deep walks happened
+    CHECK(counts.matched > reqs.size());
   }
 }
 

@@ -54,12 +54,12 @@ TEST_CASE("a run's blocks are every replica's pool and every tier instance", "[r
 TEST_CASE("a fleet whose pools together pass the limit is refused with the figure", "[run_memory]") {
   Scenario s;
   s.replicas = 3;
-  s.kv_blocks = 100000000;  // one pool of these passes a 10 GiB limit (3.7 GiB); three do not
+  s.kv_blocks = 100000000;  // one pool of these passes a 10 GiB limit (4.1 GiB); three do not
   const RunBlocks b = blocks_of(s);
   CHECK(refusal(b, "--replicas", 20 * kGiB).empty());
   const std::string e = refusal(b, "--replicas", 10 * kGiB);
   CHECK(e.rfind("--replicas: the run's KV pools and tiers hold 300000000 blocks (3 replicas: 3 x 100000000 in the "
-                "GPU pool (--kv-blocks)), which need at least 11.2 GiB", 0) == 0);
+                "GPU pool (--kv-blocks)), which need at least 12.3 GiB", 0) == 0);
   CHECK(e.find("lower --replicas or --kv-blocks") != std::string::npos);
   // One replica: the largest part's flag leads.
   s.replicas = 1;
