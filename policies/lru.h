@@ -19,7 +19,7 @@
 
 #include "sim/kv/block_pool.h"
 #include "sim/kv/eviction_policy.h"
-#include "sim/kv/intrusive_list.h"
+#include "sim/kv/lazy_queue.h"
 
 namespace prefixsim {
 
@@ -36,14 +36,19 @@ class LruPolicy final : public EvictionPolicy {
   }
   BlockId pop_free() override {
     const BlockId b = queue_.pop_front();
-    // Prefetch only (no effect on the result): allocation evicts the block
-    // it pops, which reads its reference count, its index node (unlinked
-    // from its chain without a walk) and its hash, random accesses. The
-    // next block's are fetched now, a pop ahead; its queue links are on
-    // their way already (unlinking b wrote them). Nothing is *loaded* past
-    // the front: following the queue further would wait on each link.
-    const BlockId f1 = queue_.front();
-    if (f1 != kNoBlock) pool_->prefetch_block(f1);
+    // Prefetch only (no effect on the result): allocation evicts the blocks
+    // it pops, which reads each one's queue position, reference count,
+    // index node and hash, then its hash's bucket: random accesses. The log
+    // names the next victims without a load (stale entries among them cost
+    // a wasted prefetch), so they are fetched far enough ahead to arrive:
+    // the block's own state kFar pops ahead, its bucket (which needs its
+    // hash, fetched by then) kNear ahead.
+    const BlockId far = queue_.peek(kFar), near = queue_.peek(kNear);
+    if (far != kNoBlock) {
+      queue_.prefetch(far);
+      pool_->prefetch_block(far);
+    }
+    if (near != kNoBlock && pool_->is_cached(near)) pool_->prefetch_index_of(near);
     return b;
   }
   void on_free(BlockId b) override { queue_.push_back(b); }
@@ -53,7 +58,8 @@ class LruPolicy final : public EvictionPolicy {
   size_t bytes() const override { return queue_.bytes(); }
 
  private:
-  IntrusiveList queue_;
+  static constexpr size_t kFar = 12, kNear = 6;
+  LazyQueue queue_;  // free blocks, least recently released first
   const BlockPool* pool_ = nullptr;  // the pool that owns this policy (set by reset)
 };
 

@@ -50,6 +50,18 @@ class BlockHashIndex {
   void prefetch(const BlockHash& h) const { __builtin_prefetch(&buckets_[home(h)]); }
   // Hints the CPU to fetch b's chain node (erase(b) reads it first).
   void prefetch_node(BlockId b) const { __builtin_prefetch(&nodes_[b]); }
+  // The next stage, once b's node (and hash) have arrived: what erase(b)
+  // will store to, its neighbours' nodes or its bucket. Stores that miss
+  // fill the store buffer and stall a run of evictions.
+  void prefetch_erase(BlockId b) const {
+    const Node& n = nodes_[b];
+    if (n.next == kNotCached) return;
+    if (n.prev == kNoBlock)
+      __builtin_prefetch(&buckets_[home((*hashes_)[b])], 1);
+    else
+      __builtin_prefetch(&nodes_[n.prev], 1);
+    if (n.next != kNoBlock) __builtin_prefetch(&nodes_[n.next], 1);
+  }
   // The next stage, once the bucket has arrived: the node and hash of the
   // chain's first block, which find(h) compares first.
   void prefetch_chain(const BlockHash& h) const {

@@ -128,8 +128,12 @@ void BlockPool::cache_chain(std::span<const BlockId> blocks, std::span<const Blo
   for (size_t i = from; i < std::min(to, from + kAhead); ++i) index_.prefetch(chain[i]);
   const bool describe = policy_->observes_contents();
   if (!describe && to > from) block_op_counts().cached += to - from;  // cache() counts the others
+  // Inserting also stores to the chain's old head: its node is fetched
+  // kAhead / 2 blocks ahead, once its bucket has arrived.
+  for (size_t i = from; i < std::min(to, from + kAhead / 2); ++i) index_.prefetch_chain(chain[i]);
   for (size_t i = from; i < to; ++i) {
     if (i + kAhead < to) index_.prefetch(chain[i + kAhead]);
+    if (i + kAhead / 2 < to) index_.prefetch_chain(chain[i + kAhead / 2]);
     const BlockId b = blocks[i];
     if (describe) {
       CachedBlockInfo info;

@@ -91,12 +91,13 @@ class BlockPool {
     if (keyed_) return info.parent_key == kNoKey ? kNoBlock : keys_.find(info.parent_key);
     return index_.find(info.parent);
   }
-  // Hints the CPU to fetch what evicting cached block b will touch in the index.
+  // Hints the CPU to fetch what evicting cached block b will touch in the
+  // index (its hash and node, fetched by prefetch_block, are read here).
   void prefetch_index_of(BlockId b) const {
     if (keyed_)
       keys_.prefetch(keys_.key_of(b));
     else
-      index_.prefetch(hashes_[b]);
+      index_.prefetch_erase(b);
   }
   // Hints the CPU to fetch what allocating block b will read: its
   // reference count and its index links (its hash and chain node, unless

@@ -7,7 +7,9 @@
 #include <random>
 
 #include "policies/registry.h"
+#include "sim/kv/intrusive_list.h"
 #include "sim/kv/kv_cache_manager.h"
+#include "sim/kv/lazy_queue.h"
 
 using namespace prefixsim;
 
@@ -117,5 +119,42 @@ TEST_CASE("after every op of random scripts each block is referenced xor free on
     }
     for (auto& [id, req] : live) kv.free(req.seq);
     CHECK(pool.num_free() == n - 1);
+  }
+}
+
+TEST_CASE("the lazy free queue pops the linked list's order under random pushes, removals and pops",
+          "[block_pool][lazy_queue]") {
+  // lru's queue (sim/kv/lazy_queue.h) against IntrusiveList, vLLM's queue
+  // shape: the same live order after every operation, across many
+  // compactions of its log (a small block count compacts often).
+  for (int32_t n : {4, 17, 300}) {
+    LazyQueue lazy;
+    IntrusiveList list;
+    lazy.reset(n);
+    list.reset(n);
+    std::mt19937_64 rng(static_cast<uint64_t>(n));
+    uint64_t pops = 0;
+    for (int op = 0; op < 40000; ++op) {
+      const auto b = static_cast<BlockId>(rng() % static_cast<uint64_t>(n));
+      switch (rng() % 3) {
+        case 0:  // free a block that is not queued
+          if (!list.contains(b)) list.push_back(b), lazy.push_back(b);
+          break;
+        case 1:  // a hit on a queued block takes it out from anywhere
+          if (list.contains(b)) list.unlink(b), lazy.unlink(b);
+          break;
+        default: {
+          const BlockId want = list.pop_front();
+          REQUIRE(lazy.pop_front() == want);
+          pops += want != kNoBlock ? 1 : 0;
+        }
+      }
+      REQUIRE(lazy.size() == list.size());
+      REQUIRE(lazy.contains(b) == list.contains(b));
+    }
+    CHECK(pops > 5000);
+    while (!list.empty()) REQUIRE(lazy.pop_front() == list.pop_front());
+    CHECK(lazy.pop_front() == kNoBlock);
+    CHECK(lazy.empty());
   }
 }
