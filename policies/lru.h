@@ -28,8 +28,7 @@ class LruPolicy final : public EvictionPolicy {
   std::string name() const override { return "lru"; }
   void reset(const BlockPool& pool, int32_t num_blocks) override {
     pool_ = &pool;
-    queue_.reset(num_blocks);
-    for (BlockId b = 1; b < num_blocks; ++b) queue_.push_back(b);
+    queue_.reset(num_blocks, 1);  // every block but the null block, in id order
   }
   void on_hit(BlockId b, bool was_free) override {
     if (was_free) queue_.unlink(b);

@@ -10,7 +10,7 @@ PrefixSet::PrefixSet(int32_t max_blocks) : max_blocks_(max_blocks) {
   if (max_blocks < 1) throw InternalError("PrefixSet: max_blocks must be positive");
   capacity_ = std::min<int32_t>(max_blocks, 1024);
   hashes_.resize(static_cast<size_t>(capacity_));
-  index_.reset(capacity_, &hashes_);
+  index_.reset(capacity_, hashes_.data());
   lru_.reset(capacity_);
 }
 
@@ -28,7 +28,7 @@ void PrefixSet::grow() {
   std::vector<BlockHash> old = std::move(hashes_);
   capacity_ = static_cast<int32_t>(std::min<int64_t>(int64_t{capacity_} * 2, max_blocks_));
   hashes_.assign(static_cast<size_t>(capacity_), BlockHash{});
-  index_.reset(capacity_, &hashes_);
+  index_.reset(capacity_, hashes_.data());
   lru_.reset(capacity_);
   BlockId slot = 0;
   for (BlockId b : order) {

@@ -23,12 +23,17 @@
 // misses. Evictions erase at every allocation, and in a fleet of 16 pools
 // (too large for the caches) that walk was a fifth of the run (the bucket
 // load and the head's node load stalled on memory).
+//
+// Empty is all zero bytes (sim/base/zeroed_array.h): buckets hold a block id
+// + 1, nodes their links offset so that 0 means "not cached" and "head", so
+// a reset touches no memory and a pool pays only for the buckets and nodes
+// its run uses.
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "sim/base/types.h"
+#include "sim/base/zeroed_array.h"
 
 namespace prefixsim {
 
@@ -37,13 +42,13 @@ class BlockHashIndex {
   static constexpr BlockId kNotCached = -2;  // node.next of an uncached block
 
   // Room for up to num_blocks cached blocks; keys come from (*hashes)[id].
-  void reset(int32_t num_blocks, const std::vector<BlockHash>* hashes);
+  void reset(int32_t num_blocks, const BlockHash* hashes);
 
   BlockId find(const BlockHash& h) const {
     const uint32_t t = tag_of(h);
     BlockId earliest = kNoBlock;
-    for (BlockId b = buckets_[home(h)]; b != kNoBlock; b = nodes_[b].next)
-      if (nodes_[b].tag == t && (*hashes_)[b] == h) earliest = b;
+    for (BlockId b = head(h); b != kNoBlock; b = nodes_[b].next())
+      if (nodes_[b].tag == t && hashes_[b] == h) earliest = b;
     return earliest;
   }
   // Hints the CPU to fetch the bucket of h (a lookup soon to come).
@@ -55,23 +60,23 @@ class BlockHashIndex {
   // fill the store buffer and stall a run of evictions.
   void prefetch_erase(BlockId b) const {
     const Node& n = nodes_[b];
-    if (n.next == kNotCached) return;
-    if (n.prev == kNoBlock)
-      __builtin_prefetch(&buckets_[home((*hashes_)[b])], 1);
+    if (n.next() == kNotCached) return;
+    if (n.prev() == kNoBlock)
+      __builtin_prefetch(&buckets_[home(hashes_[b])], 1);
     else
-      __builtin_prefetch(&nodes_[n.prev], 1);
-    if (n.next != kNoBlock) __builtin_prefetch(&nodes_[n.next], 1);
+      __builtin_prefetch(&nodes_[n.prev()], 1);
+    if (n.next() >= 0) __builtin_prefetch(&nodes_[n.next()], 1);
   }
   // The next stage, once the bucket has arrived: the node and hash of the
   // chain's first block, which find(h) compares first.
   void prefetch_chain(const BlockHash& h) const {
-    const BlockId b = buckets_[home(h)];
+    const BlockId b = head(h);
     if (b != kNoBlock) {
       __builtin_prefetch(&nodes_[b]);
-      __builtin_prefetch(&(*hashes_)[b]);
+      __builtin_prefetch(&hashes_[b]);
     }
   }
-  bool contains_block(BlockId b) const { return nodes_[b].next != kNotCached; }
+  bool contains_block(BlockId b) const { return nodes_[b].next() != kNotCached; }
   // Inserts b under (*hashes)[b], as the newest block of its hash.
   void insert(BlockId b);
   // Removes b (which must be cached).
@@ -79,20 +84,24 @@ class BlockHashIndex {
   // Next block with the same hash, in insertion order (kNoBlock at the end).
   BlockId next_duplicate(BlockId b) const;
   size_t size() const { return size_; }
-  size_t bytes() const { return buckets_.capacity() * sizeof(BlockId) + nodes_.capacity() * sizeof(Node); }
+  size_t bytes() const { return buckets_.bytes() + nodes_.bytes(); }
 
  private:
+  // A block's links, stored offset so that all-zero bytes are "not cached".
   struct Node {
-    BlockId next = kNotCached;  // next block of the chain, kNoBlock, or kNotCached
-    BlockId prev = kNoBlock;    // previous block of the chain; kNoBlock for the head
-    uint32_t tag = 0;           // hash bits not used by home(): a cheap first test
+    BlockId next2;  // next block of the chain + 2: 1 = end of chain (kNoBlock), 0 = not cached (kNotCached)
+    BlockId prev1;  // previous block of the chain + 1; 0 for the head (kNoBlock)
+    uint32_t tag;   // hash bits not used by home(): a cheap first test
+    BlockId next() const { return next2 - 2; }
+    BlockId prev() const { return prev1 - 1; }
   };
   uint64_t home(const BlockHash& h) const { return (h.lo ^ (h.lo >> 32)) & mask_; }
+  BlockId head(const BlockHash& h) const { return buckets_[home(h)] - 1; }
   static uint32_t tag_of(const BlockHash& h) { return static_cast<uint32_t>(h.hi >> 32); }
 
-  std::vector<BlockId> buckets_;  // first block of each chain, or kNoBlock
-  std::vector<Node> nodes_;       // by block
-  const std::vector<BlockHash>* hashes_ = nullptr;
+  ZeroedArray<BlockId> buckets_;  // first block of each chain + 1, or 0
+  ZeroedArray<Node> nodes_;       // by block
+  const BlockHash* hashes_ = nullptr;
   uint64_t mask_ = 0;
   size_t size_ = 0;
 };

@@ -52,12 +52,14 @@ BlockPool::BlockPool(int32_t num_blocks, bool enable_caching, std::unique_ptr<Ev
                      uint32_t num_keys)
     : num_blocks_(num_blocks), enable_caching_(enable_caching), policy_(std::move(policy)), keyed_(num_keys > 0) {
   if (num_blocks < 2) throw InputError("num_blocks must be at least 2 (block 0 is the null block)");
-  ref_.assign(static_cast<size_t>(num_blocks), 0);
-  hashes_.assign(static_cast<size_t>(num_blocks), BlockHash{});
+  // Every count 0, every hash zero, the index empty: all zero bytes, so a
+  // pool costs memory only for the blocks its run uses (zeroed_array.h).
+  ref_.reset(static_cast<size_t>(num_blocks));
+  hashes_.reset(static_cast<size_t>(num_blocks));
   if (keyed_)
     keys_.reset(num_blocks, num_keys);
   else
-    index_.reset(num_blocks, &hashes_);
+    index_.reset(num_blocks, hashes_.data());
   num_free_ = num_blocks - 1;
   policy_->reset(*this, num_blocks);
 }
@@ -185,7 +187,7 @@ std::string BlockPool::check_invariants() const {
 }
 
 size_t BlockPool::metadata_bytes() const {
-  return ref_.capacity() * sizeof(int32_t) + hashes_.capacity() * sizeof(BlockHash) + index_.bytes() + keys_.bytes() +
+  return ref_.bytes() + hashes_.bytes() + index_.bytes() + keys_.bytes() +
          policy_->bytes();
 }
 

@@ -25,6 +25,7 @@
 #include "sim/base/error.h"
 #include "sim/kv/eviction_policy.h"
 #include "sim/base/types.h"
+#include "sim/base/zeroed_array.h"
 
 namespace prefixsim {
 
@@ -147,8 +148,8 @@ class BlockPool {
   int32_t num_blocks_;
   bool enable_caching_;
   std::unique_ptr<EvictionPolicy> policy_;
-  std::vector<int32_t> ref_;
-  std::vector<BlockHash> hashes_;
+  ZeroedArray<int32_t> ref_;
+  ZeroedArray<BlockHash> hashes_;
   BlockHashIndex index_;
   bool keyed_ = false;
   DenseKeyIndex keys_;

@@ -10,32 +10,46 @@
 // log is read in order, so the blocks to be popped next are known without
 // a load: peek(k) lets a policy prefetch what evicting them will touch.
 //
-// Invariant: pos_[b] == i + 1 exactly when log_[i] == b is b's live entry
-// (i >= head_); 0 when b is not queued; size_ counts live entries. The log
-// is compacted (live entries moved to the front, positions rewritten) when it
-// reaches twice the block count plus a margin, so each push costs O(1)
-// amortized and the log holds at most 2n + 64 entries.
+// A queue may start full of blocks first..n-1 in id order (a pool's fresh
+// blocks): they are held as a range ahead of the log, not written, so a
+// large pool starts in O(1) touched memory (sim/base/zeroed_array.h) and
+// pays only for the blocks its run frees.
+//
+// Invariant: the queue is the fresh range [fresh_, end_) followed by the
+// log's live entries; pos_[b] == i + 1 exactly when log_[i] == b is b's live
+// entry (i >= head_); 0 when b is not in the log; size_ counts the range and
+// the live entries. The log is compacted (live entries moved to the front,
+// positions rewritten) when it reaches twice the block count plus a margin,
+// so each push costs O(1) amortized and the log holds at most 2n + 64
+// entries.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "sim/base/types.h"
+#include "sim/base/zeroed_array.h"
 
 namespace prefixsim {
 
 class LazyQueue {
  public:
   // Room for block ids 0..n-1; the queue starts empty.
-  void reset(int32_t n) {
-    pos_.assign(static_cast<size_t>(n), 0);
+  void reset(int32_t n) { reset(n, n); }
+  // The same, but the queue starts as first, first + 1, ..., n - 1, as if
+  // pushed in that order.
+  void reset(int32_t n, BlockId first) {
+    pos_.reset(static_cast<size_t>(n));
+    fresh_ = std::min(first, n);
+    end_ = n;
     head_ = 0;
-    size_ = 0;
+    size_ = n - fresh_;
     limit_ = 2 * static_cast<size_t>(n) + kMargin;
-    log_.clear();
-    log_.reserve(limit_);  // never grows past it: compacted first
+    log_ = {};
+    log_.reserve(limit_);  // never grows past it: compacted first; untouched until used
   }
-  bool contains(BlockId b) const { return pos_[b] != 0; }
+  bool contains(BlockId b) const { return b >= fresh_ || pos_[b] != 0; }
   bool empty() const { return size_ == 0; }
   int32_t size() const { return size_; }
 
@@ -46,10 +60,15 @@ class LazyQueue {
     ++size_;
   }
   void unlink(BlockId b) {
+    if (b >= fresh_) write_fresh();  // not met by a pool (a fresh block is never hit), kept exact
     pos_[b] = 0;
     --size_;
   }
   BlockId pop_front() {
+    if (fresh_ < end_) {
+      --size_;
+      return fresh_++;
+    }
     while (head_ < log_.size()) {
       const BlockId b = log_[head_++];
       if (pos_[b] == head_) {  // its live entry (head_ is now its index + 1)
@@ -62,13 +81,31 @@ class LazyQueue {
   }
   // The entry k places after the head, live or stale, or kNoBlock past the
   // end: only for prefetching (a stale entry's block is not popped there).
-  BlockId peek(size_t k) const { return head_ + k < log_.size() ? log_[head_ + k] : kNoBlock; }
+  BlockId peek(size_t k) const {
+    const auto fresh = static_cast<size_t>(end_ - fresh_);
+    if (k < fresh) return fresh_ + static_cast<BlockId>(k);
+    k -= fresh;
+    return head_ + k < log_.size() ? log_[head_ + k] : kNoBlock;
+  }
   // Hints the CPU to fetch b's position (pop_front reads it).
   void prefetch(BlockId b) const { __builtin_prefetch(&pos_[b]); }
-  size_t bytes() const { return pos_.capacity() * sizeof(uint32_t) + log_.capacity() * sizeof(BlockId); }
+  size_t bytes() const { return pos_.bytes() + log_.capacity() * sizeof(BlockId); }
 
  private:
   static constexpr size_t kMargin = 64;
+  // The fresh range written into the log, ahead of its live entries (the
+  // queue's order unchanged), so any of its blocks can be unlinked.
+  void write_fresh() {
+    std::vector<BlockId> log;
+    log.reserve(limit_);
+    for (BlockId b = fresh_; b < end_; ++b) log.push_back(b);
+    for (size_t i = head_; i < log_.size(); ++i)
+      if (pos_[log_[i]] == i + 1) log.push_back(log_[i]);
+    log_ = std::move(log);
+    for (size_t i = 0; i < log_.size(); ++i) pos_[log_[i]] = static_cast<uint32_t>(i + 1);
+    head_ = 0;
+    fresh_ = end_;
+  }
   void compact() {
     size_t out = 0;
     for (size_t i = head_; i < log_.size(); ++i) {
@@ -81,8 +118,9 @@ class LazyQueue {
     head_ = 0;
   }
 
-  std::vector<uint32_t> pos_;  // by block: index of its live entry + 1, or 0
+  ZeroedArray<uint32_t> pos_;  // by block: index of its live entry + 1, or 0
   std::vector<BlockId> log_;   // entries; [head_, size) not yet read
+  BlockId fresh_ = 0, end_ = 0;  // the fresh range ahead of the log: [fresh_, end_)
   size_t head_ = 0;
   int32_t size_ = 0;
   size_t limit_ = kMargin;

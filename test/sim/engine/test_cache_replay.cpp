@@ -303,7 +303,7 @@ TEST_CASE("the hash index finds the earliest-inserted block of a hash, whatever 
   std::vector<BlockHash> hashes(8);
   const BlockHash a{3, 0xabcdULL << 32}, b{(1ULL << 40) | 3, 0xabcdULL << 32};
   BlockHashIndex ix;
-  ix.reset(8, &hashes);
+  ix.reset(8, hashes.data());
   REQUIRE(ix.find(a) == kNoBlock);
   for (auto [blk, h] : {std::pair{5, a}, {6, b}, {2, a}, {7, a}, {1, b}}) {
     hashes[static_cast<size_t>(blk)] = h;
@@ -339,7 +339,7 @@ TEST_CASE("the hash index agrees with a plain list of insertions under random in
   constexpr int32_t N = 64;
   std::vector<BlockHash> hashes(N);
   BlockHashIndex ix;
-  ix.reset(N, &hashes);
+  ix.reset(N, hashes.data());
   std::vector<BlockId> order;  // cached blocks, earliest first
   std::mt19937_64 rng(44);
   const auto hash_k = [](uint64_t k) { return BlockHash{(k % 3) | (k << 40), (0x77ULL << 32) | (k % 2)}; };

@@ -126,35 +126,66 @@ TEST_CASE("the lazy free queue pops the linked list's order under random pushes,
           "[block_pool][lazy_queue]") {
   // lru's queue (sim/kv/lazy_queue.h) against IntrusiveList, vLLM's queue
   // shape: the same live order after every operation, across many
-  // compactions of its log (a small block count compacts often).
-  for (int32_t n : {4, 17, 300}) {
-    LazyQueue lazy;
-    IntrusiveList list;
-    lazy.reset(n);
-    list.reset(n);
-    std::mt19937_64 rng(static_cast<uint64_t>(n));
-    uint64_t pops = 0;
-    for (int op = 0; op < 40000; ++op) {
-      const auto b = static_cast<BlockId>(rng() % static_cast<uint64_t>(n));
-      switch (rng() % 3) {
-        case 0:  // free a block that is not queued
-          if (!list.contains(b)) list.push_back(b), lazy.push_back(b);
-          break;
-        case 1:  // a hit on a queued block takes it out from anywhere
-          if (list.contains(b)) list.unlink(b), lazy.unlink(b);
-          break;
-        default: {
-          const BlockId want = list.pop_front();
-          REQUIRE(lazy.pop_front() == want);
-          pops += want != kNoBlock ? 1 : 0;
-        }
+  // compactions of its log (a small block count compacts often). It starts
+  // empty, or full of blocks 1..n-1 held as an unwritten range (as lru's
+  // pool starts), from which pops and removals (written out first) take.
+  for (const bool full : {false, true})
+    for (int32_t n : {4, 17, 300}) {
+      INFO("n = " << n << (full ? ", starting full" : ", starting empty"));
+      LazyQueue lazy;
+      IntrusiveList list;
+      list.reset(n);
+      if (full) {
+        lazy.reset(n, 1);
+        for (BlockId b = 1; b < n; ++b) list.push_back(b);
+      } else {
+        lazy.reset(n);
       }
       REQUIRE(lazy.size() == list.size());
-      REQUIRE(lazy.contains(b) == list.contains(b));
+      for (size_t k = 0; full && k < 3; ++k) CHECK(lazy.peek(k) == static_cast<BlockId>(k + 1));
+      std::mt19937_64 rng(static_cast<uint64_t>(n) + (full ? 1000 : 0));
+      uint64_t pops = 0;
+      for (int op = 0; op < 40000; ++op) {
+        const auto b = static_cast<BlockId>(rng() % static_cast<uint64_t>(n));
+        switch (rng() % 3) {
+          case 0:  // free a block that is not queued
+            if (!list.contains(b)) list.push_back(b), lazy.push_back(b);
+            break;
+          case 1:  // a hit on a queued block takes it out from anywhere
+            if (list.contains(b)) list.unlink(b), lazy.unlink(b);
+            break;
+          default: {
+            const BlockId want = list.pop_front();
+            REQUIRE(lazy.pop_front() == want);
+            pops += want != kNoBlock ? 1 : 0;
+          }
+        }
+        REQUIRE(lazy.size() == list.size());
+        REQUIRE(lazy.contains(b) == list.contains(b));
+      }
+      CHECK(pops > 5000);
+      while (!list.empty()) REQUIRE(lazy.pop_front() == list.pop_front());
+      CHECK(lazy.pop_front() == kNoBlock);
+      CHECK(lazy.empty());
     }
-    CHECK(pops > 5000);
-    while (!list.empty()) REQUIRE(lazy.pop_front() == list.pop_front());
-    CHECK(lazy.pop_front() == kNoBlock);
-    CHECK(lazy.empty());
-  }
+}
+
+TEST_CASE("a full lazy queue pops its unwritten range in id order, then what was freed", "[block_pool][lazy_queue]") {
+  LazyQueue q;
+  q.reset(6, 1);  // 1..5, as lru's pool starts
+  CHECK(q.size() == 5);
+  CHECK(q.contains(3));
+  CHECK_FALSE(q.contains(0));
+  CHECK(q.pop_front() == 1);
+  CHECK(q.pop_front() == 2);
+  q.push_back(1);  // freed: behind the rest of the range
+  CHECK(q.peek(0) == 3);
+  CHECK(q.peek(3) == 1);
+  CHECK(q.peek(4) == kNoBlock);
+  q.unlink(4);  // taken from inside the range: it is written out first
+  CHECK(q.pop_front() == 3);
+  CHECK(q.pop_front() == 5);
+  CHECK(q.pop_front() == 1);
+  CHECK(q.pop_front() == kNoBlock);
+  CHECK(q.empty());
 }
