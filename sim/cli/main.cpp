@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
     try {
       const int rc = c.run(Args(argv + 2, argv + argc));
       if (!stdout_written(name)) return 2;
-      if (rc == 0) write_peak_rss();
+      // Exit 1 is an answer too (plan: no fleet meets; a check that failed).
+      if (rc == 0 || rc == 1) write_peak_rss();
       return rc;
     } catch (const InputError& e) {
       std::cout.flush();

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -29,14 +30,14 @@ struct ChildRun {
   nlohmann::json report;
 };
 
-// Runs `prefixsim replay TRACE --block-size 16 --mode MODE [extra...]` in a
-// child and reads its report.json.
-ChildRun run_replay(const std::string& trace, const std::string& mode, const std::vector<std::string>& extra = {}) {
+// Runs `prefixsim ARGS... --out DIR --quiet` in a child (a run's exit code
+// must be one of `ok`) and reads DIR/`document`.
+ChildRun run_child(std::vector<std::string> args, const std::string& document, std::initializer_list<int> ok = {0}) {
   const auto dir = std::filesystem::temp_directory_path() / ("prefixsim-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  std::vector<std::string> args = {"prefixsim", "replay", trace, "--block-size", "16", "--mode", mode,
-                                   "--out", dir.string(), "--quiet"};
-  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.begin(), "prefixsim");
+  for (const char* a : {"--out", "DIR", "--quiet"}) args.emplace_back(a);
+  args[args.size() - 2] = dir.string();
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -52,12 +53,14 @@ ChildRun run_replay(const std::string& trace, const std::string& mode, const std
   envp.push_back(nullptr);
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
+  const std::string what = "prefixsim " + args[1];
   if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) != 0)
-    throw InternalError("bench: cannot start prefixsim replay");
+    throw InternalError("bench: cannot start " + what);
   int status = 0;
   rusage ru{};
-  if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw InternalError("bench: prefixsim replay --mode " + mode + " failed");
+  if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+      std::find(ok.begin(), ok.end(), WEXITSTATUS(status)) == ok.end())
+    throw InternalError("bench: " + what + " failed");
   ChildRun r;
   r.wall_s = seconds_since(start);
   r.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
@@ -65,13 +68,20 @@ ChildRun run_replay(const std::string& trace, const std::string& mode, const std
   std::ifstream peak(peak_file);
   double peak_kb = 0;
   if (!(peak >> peak_kb >> r.looked_up >> r.allocated >> r.cached >> r.freed))
-    throw InternalError("bench: prefixsim replay did not report its peak RSS and block operations");
+    throw InternalError("bench: " + what + " did not report its peak RSS and block operations");
   std::filesystem::remove(peak_file);
   r.peak_rss_mb = peak_kb / 1024.0;
-  std::ifstream in(dir / "report.json");
+  std::ifstream in(dir / document);
   r.report = nlohmann::json::parse(in);
   std::filesystem::remove_all(dir);
   return r;
+}
+
+// `prefixsim replay TRACE --block-size 16 --mode MODE [extra...]` and its report.json.
+ChildRun run_replay(const std::string& trace, const std::string& mode, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"replay", trace, "--block-size", "16", "--mode", mode};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_child(args, "report.json");
 }
 
 std::vector<BenchMetric> bench_replay_mooncake(const BenchOptions& o) {
@@ -149,6 +159,27 @@ std::vector<BenchMetric> bench_fleet_mooncake(const BenchOptions& o) {
           {"fleet16_hit_rate", fleet.report.at("prefix_cache").at("hit_rate").get<double>(), "ratio"}};
 }
 
+// The README's plan on the Mooncake trace (issue 44: <= 10 s wall on 2
+// cores): every TP of an 8B model on an H100, doubling and bisection, three
+// routers at the answer; each run a fleet replay of the whole trace on the
+// threads plan uses (one per core). Its answer today is "no fleet meets"
+// (exit 1, a valid answer): TTFT p99 <= 2 s holds from TP 8 x 8 on, where
+// the hit rate is under 15 %.
+std::vector<BenchMetric> bench_plan_mooncake(const BenchOptions& o) {
+  const std::string trace = o.shared_dir + "/traces/mooncake/conversation_trace.jsonl";
+  if (!std::filesystem::exists(trace)) return {};
+  const ChildRun p = run_child({"plan", trace, "--slo", "ttft_p99=2s,hit_rate>=0.15", "--model", "llama-3.1-8b",
+                                "--gpu", "h100-sxm-80gb", "--tp", "1,2,4,8", "--routers", "round-robin,prefix,kv-aware",
+                                "--gpu-cost", "2.5"},
+                               "plan.json", {0, 1});
+  const double runs = static_cast<double>(p.report.at("runs").size());
+  return {{"plan_wall_s", p.wall_s, "s"},
+          {"plan_cpu_s", p.cpu_s, "s"},
+          {"plan_runs", runs, "fleet runs"},
+          {"plan_cpu_s_per_run", p.cpu_s / runs, "s"},
+          {"plan_peak_rss_mb", p.peak_rss_mb, "MiB"}};
+}
+
 }  // namespace
 
 std::vector<BenchCase> replay_bench_cases() {
@@ -159,7 +190,11 @@ std::vector<BenchCase> replay_bench_cases() {
           {"fleet_mooncake",
            "the same trace on a 16-replica fleet behind the kv-aware router against one replica: CPU cost per "
            "request, whole command (target: within 1.5x)",
-           bench_fleet_mooncake}};
+           bench_fleet_mooncake},
+          {"plan_mooncake",
+           "prefixsim plan of the Mooncake trace as the README gives it (TP 1, 2, 4, 8 of llama-3.1-8b on H100, "
+           "three routers): wall and CPU seconds, whole command (target: <= 10 s wall on 2 cores)",
+           bench_plan_mooncake}};
 }
 
 }  // namespace prefixsim::cli
