@@ -1,6 +1,8 @@
 // The event loop: (time, priority, sequence) order, lazy cancel, and a
 // fingerprint that pins the processed event stream.
 #include <catch2/catch.hpp>
+#include <random>
+#include <tuple>
 #include <vector>
 
 #include "sim/base/error.h"
@@ -119,4 +121,62 @@ TEST_CASE("the fingerprint changes with any field of a processed event, and with
   CHECK(fp(9, 0, 0, 0, false) == fp(9, 0, 0, 0, true));
   // At the same instant insertion order decides, and the fingerprint sees it.
   CHECK(fp(5, 0, 0, 1, false) != fp(5, 0, 0, 1, true));
+}
+
+TEST_CASE("the loop pops in (time, priority, insertion) order under random schedules, cancels and pops",
+          "[event_loop]") {
+  // Against a plain model (every pending event in a list; the least key
+  // pops). Many events are scheduled at the current instant, with
+  // priorities before and after the pending ones, and cancels fall on the
+  // newest event as often as on any other.
+  struct Pending {
+    TimeNs time;
+    int32_t priority;
+    uint64_t payload;
+    EventId id;
+    bool cancelled;
+  };
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    EventLoop loop;
+    std::vector<Pending> model;
+    uint64_t payload = 0, popped = 0;
+    for (int op = 0; op < 3000; ++op) {
+      const uint64_t r = rng() % 10;
+      if (r < 5) {  // schedule: at now half the time, else a little later
+        const TimeNs t = loop.now() + (rng() % 2 ? 0 : static_cast<TimeNs>(rng() % 5));
+        const auto prio = static_cast<int32_t>(rng() % 3);
+        const EventId id = loop.schedule(t, prio, 0, ++payload);
+        model.push_back({t, prio, payload, id, false});
+      } else if (r < 6) {  // cancel a pending event (the newest, often)
+        if (model.empty()) continue;
+        Pending& p = model[rng() % 2 ? model.size() - 1 : rng() % model.size()];
+        loop.cancel(p.id);
+        p.cancelled = true;
+      } else {  // pop: the least live event of the model
+        auto best = model.end();
+        for (auto it = model.begin(); it != model.end(); ++it)
+          if (!it->cancelled &&
+              (best == model.end() || std::tie(it->time, it->priority, it->id) < std::tie(best->time, best->priority, best->id)))
+            best = it;
+        Event e;
+        if (best == model.end()) {
+          REQUIRE_FALSE(loop.pop(e));
+          model.clear();  // the loop dropped the cancelled ones
+          continue;
+        }
+        REQUIRE(loop.pop(e));
+        REQUIRE(e.payload == best->payload);
+        REQUIRE(e.time == best->time);
+        REQUIRE(loop.now() == best->time);
+        ++popped;
+        // Cancelled events the loop skipped on the way are gone from it too.
+        std::erase_if(model, [&](const Pending& p) {
+          return p.id == best->id ||
+                 (p.cancelled && std::tie(p.time, p.priority, p.id) < std::tie(best->time, best->priority, best->id));
+        });
+      }
+    }
+    CHECK(popped > 500);
+  }
 }
