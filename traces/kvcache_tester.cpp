@@ -125,7 +125,10 @@ class FolderFiles final : public ConversationFiles {
     where.name = paths_[next_++];
     where.session = base_name(where.name);
     where.line = 1;
-    text = std::string_view(buf_.data(), slurp(*open_byte_stream(where.name), buf_, where.name));
+    // slurp() resizes buf_ first: data() only after it (an argument's order
+    // of evaluation is unspecified; clang took data() first).
+    const size_t len = slurp(*open_byte_stream(where.name), buf_, where.name);
+    text = std::string_view(buf_.data(), len);
     return true;
   }
 
@@ -287,7 +290,8 @@ class SingleFile final : public ConversationFiles {
     where.name = path_;
     where.session = base_name(path_);
     where.line = 1;
-    text = std::string_view(buf_.data(), slurp(*in_, buf_, path_));
+    const size_t len = slurp(*in_, buf_, path_);  // resizes buf_: data() after it
+    text = std::string_view(buf_.data(), len);
     in_.reset();
     return true;
   }
