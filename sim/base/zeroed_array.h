@@ -1,21 +1,23 @@
-// A fixed-size array whose elements start as all-zero bytes without being
-// written: large arrays are mapped from the kernel (anonymous memory reads as
-// zero, and a page costs nothing until first touched), small ones come from
-// calloc. So a structure whose empty state is all zeros is reset in O(1)
-// touched memory, and a run pays only for the part it uses.
+// A fixed-size array whose elements start as all-zero bytes, from calloc:
+// memory fresh from the kernel (a large first allocation, mapped) reads as
+// zero and costs nothing until first touched, and glibc does not clear it
+// again; memory reused from the heap (the next run of `plan` or `compare`
+// in the same process) is cleared by calloc, as a vector's fill would. So a
+// structure whose empty state is all zeros is reset without touching fresh
+// memory, and a run pays only for the part it uses.
 //
 // Why: a fleet of many replicas builds a pool per replica, each sized for its
 // whole KV memory (a TP-8 replica of an 8B model holds ~280k blocks), while
 // a lightly loaded replica uses a fraction of it. Filling every pool's
-// per-block vectors at construction was most of such a run (`plan`'s
-// 64-replica probes: ~60 % of the run in page faults and fills, perf).
+// per-block vectors at construction was most of such a run (64 replicas of
+// TP 8: ~60 % of the run in page faults and fills, perf).
 //
-// Large mappings ask for transparent huge pages where the kernel offers them
-// by madvise: one fault per 2 MiB instead of 512 (arrays indexed by hash are
-// touched all over). Only for trivially copyable element types.
+// Not mmap for every large array (tried): each run's pools then fault their
+// pages afresh, which cost `plan`'s and `compare`'s later runs more than a
+// fill of reused memory (page faults are dear on this project's VMs); nor
+// transparent huge pages (tried: `compare`'s replays, which fill their
+// pools, ran ~10 % slower). Only for trivially copyable element types.
 #pragma once
-
-#include <sys/mman.h>
 
 #include <cstddef>
 #include <cstdlib>
@@ -45,19 +47,8 @@ class ZeroedArray {
   void reset(size_t n) {
     release();
     if (n == 0) return;
-    const size_t bytes = n * sizeof(T);
-    if (bytes >= kMapBytes) {
-      void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-      ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint: refused or absent is fine
-#endif
-      mapped_ = true;
-      p_ = static_cast<T*>(p);
-    } else {
-      p_ = static_cast<T*>(std::calloc(n, sizeof(T)));
-      if (!p_) throw std::bad_alloc();
-    }
+    p_ = static_cast<T*>(std::calloc(n, sizeof(T)));
+    if (!p_) throw std::bad_alloc();
     n_ = n;
   }
   T& operator[](size_t i) { return p_[i]; }
@@ -68,26 +59,19 @@ class ZeroedArray {
   size_t bytes() const { return n_ * sizeof(T); }
 
  private:
-  static constexpr size_t kMapBytes = size_t{256} << 10;
   void release() {
     if (!p_) return;
-    if (mapped_)
-      ::munmap(p_, n_ * sizeof(T));
-    else
-      std::free(p_);
+    std::free(p_);
     p_ = nullptr;
     n_ = 0;
-    mapped_ = false;
   }
   void swap(ZeroedArray& o) noexcept {
     std::swap(p_, o.p_);
     std::swap(n_, o.n_);
-    std::swap(mapped_, o.mapped_);
   }
 
   T* p_ = nullptr;
   size_t n_ = 0;
-  bool mapped_ = false;
 };
 
 }  // namespace prefixsim
