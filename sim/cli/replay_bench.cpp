@@ -36,8 +36,7 @@ ChildRun run_child(std::vector<std::string> args, const std::string& document, s
   const auto dir = std::filesystem::temp_directory_path() / ("prefixsim-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   args.insert(args.begin(), "prefixsim");
-  for (const char* a : {"--out", "DIR", "--quiet"}) args.emplace_back(a);
-  args[args.size() - 2] = dir.string();
+  args.insert(args.end(), {"--out", dir.string(), "--quiet"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -96,14 +96,11 @@ class LazyQueue {
   // The fresh range written into the log, ahead of its live entries (the
   // queue's order unchanged), so any of its blocks can be unlinked.
   void write_fresh() {
-    std::vector<BlockId> log;
-    log.reserve(limit_);
-    for (BlockId b = fresh_; b < end_; ++b) log.push_back(b);
-    for (size_t i = head_; i < log_.size(); ++i)
-      if (pos_[log_[i]] == i + 1) log.push_back(log_[i]);
-    log_ = std::move(log);
+    compact();
+    const BlockId first = fresh_;
+    log_.insert(log_.begin(), static_cast<size_t>(end_ - first), 0);
+    for (BlockId b = first; b < end_; ++b) log_[static_cast<size_t>(b - first)] = b;
     for (size_t i = 0; i < log_.size(); ++i) pos_[log_[i]] = static_cast<uint32_t>(i + 1);
-    head_ = 0;
     fresh_ = end_;
   }
   void compact() {
