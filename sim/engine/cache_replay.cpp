@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "sim/base/error.h"
+#include "sim/base/zeroed_array.h"
 #include "sim/engine/ideal_hit.h"
 
 namespace prefixsim {
@@ -41,7 +42,9 @@ void take_request_chain(Request& r, int32_t block_size, BlockHashChain& chain, s
   if (has_sequence_chain(r, block_size)) {
     std::swap(chain, r.prompt_chain);
     chain.set_extras(&r.extras);
-    r.prompt_chain = BlockHashChain{};
+    // r keeps the previous chain's memory for the next request, emptied and
+    // of block size 0, so never taken for a request's sequence.
+    r.prompt_chain.reset(0, nullptr);
     return;
   }
   r.take_prompt_chain(chain, block_size);
@@ -49,12 +52,14 @@ void take_request_chain(Request& r, int32_t block_size, BlockHashChain& chain, s
 }
 
 // Interns block hashes: open addressing over 4-byte slots holding key + 1
-// (0 = empty); equality on the full hash in key_hashes. Grows at load 1/2.
+// (0 = empty); equality on the full hash in key_hashes. Grows at load 3/4;
+// the slots are a dense table (touched all over), mapped with huge pages
+// when large (ZeroedArray), as the ideal hit rate's table is.
 class HashInterner {
  public:
-  explicit HashInterner(std::vector<BlockHash>& key_hashes) : hashes_(key_hashes) { slots_.assign(1 << 16, 0); }
+  explicit HashInterner(std::vector<BlockHash>& key_hashes) : hashes_(key_hashes) { slots_.reset(1 << 16, true); }
   uint32_t intern(const BlockHash& h) {
-    if ((hashes_.size() + 1) * 2 > slots_.size()) grow();
+    if ((hashes_.size() + 1) * 4 > slots_.size() * 3) grow();
     const uint64_t mask = slots_.size() - 1;
     for (uint64_t i = h.lo & mask;; i = (i + 1) & mask) {
       const uint32_t s = slots_[i];
@@ -70,7 +75,7 @@ class HashInterner {
 
  private:
   void grow() {
-    slots_.assign(slots_.size() * 2, 0);
+    slots_.reset(slots_.size() * 2, true);
     const uint64_t mask = slots_.size() - 1;
     for (size_t k = 0; k < hashes_.size(); ++k) {
       uint64_t i = hashes_[k].lo & mask;
@@ -79,27 +84,22 @@ class HashInterner {
     }
   }
   std::vector<BlockHash>& hashes_;
-  std::vector<uint32_t> slots_;
+  ZeroedArray<uint32_t> slots_;
 };
 
 class Preparer {
  public:
-  explicit Preparer(int32_t block_size) : interner_(t_.key_hashes) { t_.block_size = block_size; }
+  explicit Preparer(int32_t block_size, IdealHitSource* ideal = nullptr) : interner_(t_.key_hashes), ideal_(ideal) {
+    t_.block_size = block_size;
+  }
+  // r is ours: its chain is taken, not copied.
+  void add(Request& r) {
+    take_request_chain(r, t_.block_size, chain_, scratch_);
+    add_chain(r);
+  }
   void add(const Request& r) {
     hash_request(r, t_.block_size, chain_, scratch_);
-    PreparedTrace::Entry e;
-    e.offset = t_.keys.size();
-    e.num_keys = static_cast<uint32_t>(chain_.hashes().size());
-    e.prompt_len = r.prompt_len;
-    e.total_len = r.prompt_len + r.output_len;
-    for (const BlockHash& h : chain_.hashes()) t_.keys.push_back(interner_.intern(h));
-    if (r.warmup) {
-      if (t_.warmup != t_.requests.size()) throw InternalError("prepare_trace: a warm-up request after a counted one");
-      ++t_.warmup;
-    }
-    t_.requests.push_back(e);
-    t_.prompt_tokens += r.prompt_len;
-    t_.output_tokens += r.output_len;
+    add_chain(r);
   }
   PreparedTrace take() {
     t_.keys.shrink_to_fit();
@@ -108,8 +108,27 @@ class Preparer {
   }
 
  private:
+  void add_chain(const Request& r) {
+    const uint32_t first_new_key = t_.num_keys();
+    PreparedTrace::Entry e;
+    e.offset = t_.keys.size();
+    e.num_keys = static_cast<uint32_t>(chain_.hashes().size());
+    e.prompt_len = r.prompt_len;
+    e.total_len = r.prompt_len + r.output_len;
+    for (const BlockHash& h : chain_.hashes()) t_.keys.push_back(interner_.intern(h));
+    if (ideal_) ideal_->account_keys(r, {t_.keys.data() + e.offset, e.num_keys}, first_new_key);
+    if (r.warmup) {
+      if (t_.warmup != t_.requests.size()) throw InternalError("prepare_trace: a warm-up request after a counted one");
+      ++t_.warmup;
+    }
+    t_.requests.push_back(e);
+    t_.prompt_tokens += r.prompt_len;
+    t_.output_tokens += r.output_len;
+  }
+
   PreparedTrace t_;
   HashInterner interner_;
+  IdealHitSource* ideal_;
   BlockHashChain chain_;
   std::vector<int32_t> scratch_;
 };
@@ -162,8 +181,8 @@ std::span<const uint32_t> PreparedTrace::lookup_keys(size_t i) const {
   return {keys.data() + e.offset, static_cast<size_t>(std::min<uint64_t>(e.num_keys, cap))};
 }
 
-PreparedTrace prepare_trace(RequestSource& src, int32_t block_size) {
-  Preparer p(block_size);
+PreparedTrace prepare_trace(RequestSource& src, int32_t block_size, IdealHitSource* ideal) {
+  Preparer p(block_size, ideal);
   Request r;
   while (src.next(r)) p.add(r);
   return p.take();

@@ -79,7 +79,9 @@ struct PreparedTrace {
   size_t size() const { return requests.size(); }
 };
 
-PreparedTrace prepare_trace(RequestSource& src, int32_t block_size);
+// With `ideal` (the source itself or a wrapper of it, deferred): each
+// request's ideal hit is counted from its keys (IdealHitSource::account_keys).
+PreparedTrace prepare_trace(RequestSource& src, int32_t block_size, IdealHitSource* ideal = nullptr);
 PreparedTrace prepare_trace(std::span<const Request> requests, int32_t block_size);
 
 // Replays one request after another on a pool of num_blocks blocks (block 0

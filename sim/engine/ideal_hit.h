@@ -15,7 +15,10 @@
 // it (it used to grow once more, to 512 MiB, before noticing: a 768 MiB
 // peak). Past the cap the ideal rate is reported as not available
 // (valid() == false) instead of letting a long replay grow without bound;
-// `prefixsim analyze` computes it for any trace size.
+// `prefixsim analyze` computes it for any trace size. Where the replay
+// interns every distinct block anyway (belady's pre-pass, PreparedTrace),
+// the ideal has no table at all: account_keys() compares each key with the
+// count before the request.
 //
 // Speed: cache mode on small requests with many distinct blocks is where
 // the ideal's share of a replay shows. Each request costs one
@@ -24,14 +27,19 @@
 // each) is probed in the 8-byte table; in cache mode the chain handed on
 // holds the computed output too, so the replay hashes nothing again, and
 // the streaming replay accounts each request after its lookup (defer()),
-// so the blocks its pool already holds are not probed at all.
+// so the blocks its pool already holds are not probed at all. The table is
+// dense (every page touched): mapped with huge pages when large, and filled
+// to 3/4 before it doubles (ZeroedArray; the faults and the clearing of
+// each doubled table were half of its cost).
 #pragma once
 
 #include <algorithm>
+#include <span>
 #include <type_traits>
 #include <vector>
 
 #include "sim/base/error.h"
+#include "sim/base/zeroed_array.h"
 #include "sim/kv/block_hash.h"
 #include "sim/engine/request_source.h"
 
@@ -39,7 +47,8 @@ namespace prefixsim {
 
 // Open-addressing table of 64-bit fingerprints (0 = empty slot, so a
 // fingerprint of 0 is stored as 1), with a 32-bit value each when kValued
-// (8 or 16 bytes a slot). Linear probing; doubles at load 1/2.
+// (8 or 16 bytes a slot). Linear probing (8 or 4 slots a cache line, so a
+// longer probe rarely costs another miss); doubles at load 3/4.
 template <bool kValued>
 class FingerprintTable {
  private:
@@ -58,17 +67,17 @@ class FingerprintTable {
     bool existed = false;
   };
 
-  FingerprintTable() { slots_.assign(1 << 12, Slot{}); }
+  FingerprintTable() { slots_.reset(1 << 12, true); }
   static uint64_t fingerprint(const BlockHash& h) { return h.lo ? h.lo : 1; }
   void prefetch(uint64_t f) const { __builtin_prefetch(&slots_[f & (slots_.size() - 1)]); }
   // f's slot; when absent and `may_add`, f is added (value 0). The table
-  // grows (at load 1/2) only for an entry it adds, so one at a cap never
+  // grows (at load 3/4) only for an entry it adds, so one at a cap never
   // doubles for an entry it already holds.
   Found find_or_add(uint64_t f, bool may_add) {
     size_t i = probe(f);
     if (slots_[i].fp != 0) return {&slots_[i], true};
     if (!may_add) return {};
-    if ((size_ + 1) * 2 > slots_.size()) {
+    if ((size_ + 1) * 4 > slots_.size() * 3) {
       grow();
       i = probe(f);
     }
@@ -77,9 +86,9 @@ class FingerprintTable {
     return {&slots_[i], false};
   }
   size_t size() const { return size_; }
-  size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
+  size_t bytes() const { return slots_.bytes(); }
   void release() {
-    std::vector<Slot>().swap(slots_);
+    slots_.reset(0);
     size_ = 0;
   }
 
@@ -92,13 +101,12 @@ class FingerprintTable {
     return i;
   }
   void grow() {
-    std::vector<Slot> old;
-    old.swap(slots_);
-    slots_.assign(old.size() * 2, Slot{});
-    for (const Slot& s : old)
-      if (s.fp) slots_[probe(s.fp)] = s;
+    ZeroedArray<Slot> old(std::move(slots_));
+    slots_.reset(old.size() * 2, true);
+    for (size_t k = 0; k < old.size(); ++k)
+      if (old[k].fp) slots_[probe(old[k].fp)] = old[k];
   }
-  std::vector<Slot> slots_;
+  ZeroedArray<Slot> slots_;
   size_t size_ = 0;
 };
 
@@ -152,6 +160,21 @@ class IdealHitSource final : public RequestSource {
     if (overflowed_) return;
     const size_t hit = walk_and_insert(chain, static_cast<size_t>((r.prompt_len - 1) / block_size_), known);
     if (r.warmup) return;  // its blocks warm the ideal cache; its hits are not counted
+    hit_tokens_ += static_cast<int64_t>(hit) * block_size_;
+    counted_tokens_ += r.prompt_len;
+  }
+  // Counts r from its computed sequence's keys in an interner that numbers
+  // distinct blocks 0, 1, ... in the order they are first seen (the
+  // prepared trace's, prepare_trace): a block was computed before r iff its
+  // key is below `first_new_key`, the count before r's blocks were
+  // interned, so the ideal set is the interner itself and costs a compare
+  // a block (deferred mode, no table of its own; never past a cap).
+  void account_keys(const Request& r, std::span<const uint32_t> keys, uint32_t first_new_key) {
+    if (!deferred_) throw InternalError("ideal hit rate: counted by keys without defer()");
+    const size_t n = std::min(keys.size(), static_cast<size_t>((r.prompt_len - 1) / block_size_));
+    size_t hit = 0;
+    while (hit < n && keys[hit] < first_new_key) ++hit;
+    if (r.warmup) return;
     hit_tokens_ += static_cast<int64_t>(hit) * block_size_;
     counted_tokens_ += r.prompt_len;
   }

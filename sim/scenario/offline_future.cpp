@@ -15,8 +15,9 @@ std::shared_ptr<const BlockFuture> no_future() {
   return BlockFuture::build(0, 0, [](size_t) { return std::span<const uint32_t>{}; });
 }
 
-PreparedTrace prepass(RequestSource& src, int32_t block_size, bool need_future, PolicyContext& ctx) {
-  PreparedTrace trace = prepare_trace(src, block_size);
+PreparedTrace prepass(RequestSource& src, int32_t block_size, bool need_future, PolicyContext& ctx,
+                      IdealHitSource* ideal) {
+  PreparedTrace trace = prepare_trace(src, block_size, ideal);
   if (need_future)
     ctx.future = BlockFuture::build(trace.num_keys(), trace.size(), [&](size_t i) { return trace.lookup_keys(i); });
   return trace;

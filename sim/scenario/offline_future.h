@@ -25,7 +25,9 @@ bool needs_future(const std::string& spec);
 // An empty future: lets make_policy check a spec before the trace is read.
 std::shared_ptr<const BlockFuture> no_future();
 // Reads `src` to its end into a PreparedTrace; with `need_future`, also sets
-// ctx.future to the trace's future.
-PreparedTrace prepass(RequestSource& src, int32_t block_size, bool need_future, PolicyContext& ctx);
+// ctx.future to the trace's future; with `ideal` (deferred), counts the
+// ideal hit rate on the trace's interning (prepare_trace).
+PreparedTrace prepass(RequestSource& src, int32_t block_size, bool need_future, PolicyContext& ctx,
+                      IdealHitSource* ideal = nullptr);
 
 }  // namespace prefixsim

@@ -70,7 +70,8 @@ void run_cache_mode(const ReplaySetup& setup, PolicyContext& pctx, std::unique_p
   CacheReplayResult r;
   FleetTiers tiers;
   if (needs_future(s.policy)) {
-    const PreparedTrace trace = prepass(ideal, s.block_size, true, pctx);
+    ideal.defer();  // counted on the prepared trace's keys: one table of distinct blocks, not two
+    const PreparedTrace trace = prepass(ideal, s.block_size, true, pctx, &ideal);
     tiers = FleetTiers(setup.tiers, 1, std::max<uint32_t>(trace.num_keys(), 1), s.block_size);
     r = run_cache_replay(trace, setup.kv.num_blocks, make_policy(s.policy, pctx), s.check_invariants, hook,
                          tiers.stack(0));

@@ -154,7 +154,7 @@ TEST_CASE("the ideal pass's cap is exact and its table never grows past the cap'
   CHECK(run(distinct).first);        // exactly at the cap: kept
   CHECK_FALSE(run(distinct - 1).first);  // one past: not available
   // A cap of 2^14 entries: the single-block table stops at 2^15 slots of
-  // 8 bytes (load 1/2), the run table at its initial 2^12 slots of 16 bytes.
+  // 8 bytes (load 3/4), the run table at its initial 2^12 slots of 16 bytes.
   const auto [valid, peak] = run(size_t{1} << 14);
   CHECK_FALSE(valid);
   CHECK(peak <= (size_t{1} << 15) * 8 + (size_t{1} << 12) * 16);
@@ -226,4 +226,41 @@ TEST_CASE("the deferred ideal pass, skipping what the pool held, equals the idea
       }
     }
   }
+}
+
+// belady's pre-pass interns every distinct block once (PreparedTrace); the
+// ideal rides on that interning (a key below the count before a request is
+// content computed earlier) instead of a table of its own. Warm-up requests
+// fill the set and are not counted, as in the pass alone.
+TEST_CASE("the ideal hit rate counted on the prepared trace's keys equals the block-by-block definition",
+          "[ideal][property]") {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    for (int32_t bs : {16, 48, 128}) {
+      INFO("seed " << seed << " block size " << bs);
+      auto reqs = identity_trace(seed, 128, seed % 2 == 0);
+      VectorSource inner(reqs);
+      IdealHitSource ideal(inner, bs);
+      ideal.defer();
+      const PreparedTrace trace = prepare_trace(ideal, bs, &ideal);
+      CHECK(trace.size() == reqs.size());
+      REQUIRE(ideal.valid());
+      CHECK(ideal.hit_rate() == reference_ideal(reqs, bs));
+      // With warm-up requests: the same figure as the pass that probes its own table.
+      for (size_t i = 0; i < 40; ++i) reqs[i].warmup = true;
+      VectorSource inner2(reqs), inner3(reqs);
+      IdealHitSource keyed(inner2, bs), plain(inner3, bs);
+      keyed.defer();
+      prepare_trace(keyed, bs, &keyed);
+      Request r;
+      while (plain.next(r)) {
+      }
+      CHECK(keyed.hit_rate() == plain.hit_rate());
+    }
+  }
+}
+
+TEST_CASE("the ideal pass counts by keys only when deferred", "[ideal]") {
+  VectorSource inner(identity_trace(1, 128, false));
+  IdealHitSource ideal(inner, 16);
+  CHECK_THROWS_AS(prepare_trace(ideal, 16, &ideal), InternalError);
 }

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <numeric>
 
+#include <xxhash.h>
+
 #include "sim/kv/block_hash.h"
 
 using namespace prefixsim;
@@ -155,4 +157,47 @@ TEST_CASE("identities straddling engine blocks, or with extras, are hashed block
   CHECK(misaligned.num_full_blocks() == 1024 / 48);
   CHECK(extras.runs().empty());
   CHECK(extras.num_full_blocks() == 32);
+}
+
+// The byte image a block hash covers is part of what users store (exported
+// hashes, KV events): the fixed-buffer path taken without extras must hash
+// exactly the image the general path builds, written out here by hand.
+TEST_CASE("a block's hash is XXH3-128 of its tag, parent and content, with or without the fixed-buffer path",
+          "[hash]") {
+  auto image_hash = [](std::vector<unsigned char> image) {
+    const XXH128_hash_t h = XXH3_128bits(image.data(), image.size());
+    return BlockHash{h.low64, h.high64};
+  };
+  auto put = [](std::vector<unsigned char>& out, const auto& v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(&v);
+    out.insert(out.end(), p, p + sizeof v);
+  };
+  const BlockHash parent{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+  const HashExtras none;
+  for (const uint32_t sub : {0u, 16u, UINT32_MAX}) {  // UINT32_MAX: a run's base
+    std::vector<unsigned char> image = {'I'};
+    put(image, parent.lo);
+    put(image, parent.hi);
+    put(image, uint64_t{1234567890123456789ULL});
+    put(image, sub);
+    CHECK(hash_identity_block(&parent, 1234567890123456789ULL, sub, 32, 16, none) == image_hash(image));
+  }
+  for (const int n : {1, 16, 64, 65, 200}) {  // 65 and 200 tokens: past the fixed buffer
+    const auto tokens = iota_tokens(n, 7);
+    std::vector<unsigned char> image = {'T'};
+    put(image, none_hash().lo);
+    put(image, none_hash().hi);
+    for (const int32_t t : tokens) put(image, t);
+    CHECK(hash_token_block(nullptr, tokens, 0, none) == image_hash(image));
+  }
+  // With extras, the image carries them after the content (LoRA here).
+  HashExtras lora;
+  lora.lora = 3;
+  std::vector<unsigned char> image = {'T'};
+  put(image, parent.lo);
+  put(image, parent.hi);
+  for (const int32_t t : iota_tokens(4)) put(image, t);
+  image.push_back('L');
+  put(image, int32_t{3});
+  CHECK(hash_token_block(&parent, iota_tokens(4), 4, lora) == image_hash(image));
 }
