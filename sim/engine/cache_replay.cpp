@@ -101,11 +101,10 @@ class Preparer {
     hash_request(r, t_.block_size, chain_, scratch_);
     add_chain(r);
   }
-  PreparedTrace take() {
-    t_.keys.shrink_to_fit();
-    t_.key_hashes.shrink_to_fit();
-    return std::move(t_);
-  }
+  // Not shrunk to fit: that copies both arrays (tens of MB on a trace of
+  // millions of blocks) into fresh pages, while their slack past size() was
+  // never written and, in a large allocation (mapped), holds no memory.
+  PreparedTrace take() { return std::move(t_); }
 
  private:
   void add_chain(const Request& r) {
