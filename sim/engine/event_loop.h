@@ -6,6 +6,12 @@
 // run can be pinned by one number in a regression test.
 //
 // Memory: one heap vector; no allocation per event beyond its growth.
+//
+// The front slot: an event scheduled to run before everything pending (a
+// replica's next step, scheduled at the instant its last one ended, is the
+// common case in a fleet) waits in one slot beside the heap instead of
+// being pushed and popped through it. Invariant: the front event, when there
+// is one, runs before every event in the heap, so pop() takes it first.
 #pragma once
 
 #include <cstdint>
@@ -40,14 +46,18 @@ class EventLoop {
   bool pop(Event& out);
 
   // Pending events, cancelled ones included until they are popped.
-  size_t pending() const { return heap_.size(); }
+  size_t pending() const { return heap_.size() + (has_front_ ? 1 : 0); }
   uint64_t processed() const { return processed_; }
   uint64_t fingerprint() const { return fingerprint_; }
 
  private:
   bool take_cancelled(EventId id);
 
+  void push_heap(const Event& e);
+
   std::vector<Event> heap_;
+  Event front_;            // valid when has_front_: runs before all of heap_
+  bool has_front_ = false;
   // Ids cancelled but not yet popped. Cancels are rare (a handful in flight),
   // so a linear scan beats any node-based set and never allocates per event.
   std::vector<EventId> cancelled_;
