@@ -1,10 +1,7 @@
-// A fixed-size array whose elements start as all-zero bytes, from calloc:
-// memory fresh from the kernel (a large first allocation, mapped) reads as
-// zero and costs nothing until first touched, and glibc does not clear it
-// again; memory reused from the heap (the next run of `plan` or `compare`
-// in the same process) is cleared by calloc, as a vector's fill would. So a
-// structure whose empty state is all zeros is reset without touching fresh
-// memory, and a run pays only for the part it uses.
+// A fixed-size array whose elements start as all-zero bytes without being
+// written: memory fresh from the kernel reads as zero and costs nothing until
+// first touched. So a structure whose empty state is all zeros is reset
+// without touching fresh memory, and a run pays only for the part it uses.
 //
 // Why: a fleet of many replicas builds a pool per replica, each sized for its
 // whole KV memory (a TP-8 replica of an 8B model holds ~280k blocks), while
@@ -12,28 +9,34 @@
 // per-block vectors at construction was most of such a run (64 replicas of
 // TP 8: ~60 % of the run in page faults and fills, perf).
 //
-// Not mmap for every large array (tried): each run's pools then fault their
-// pages afresh, which cost `plan`'s and `compare`'s later runs more than a
-// fill of reused memory (page faults are dear on this project's VMs); nor
-// transparent huge pages for pools (tried: `compare`'s replays, which fill
-// their pools, ran ~10 % slower). Only for trivially copyable element types.
-//
-// A *dense* array (reset(n, true): a hash table over all distinct blocks,
-// whose entries land all over it) is the other case: every page is touched,
-// so a large one is mapped with transparent huge pages asked for, one fault
-// and one TLB entry per 2 MiB instead of 512. Cache mode's ideal hit rate
-// table on 50k small requests (1.39 M distinct blocks): 0.70 -> 0.46 CPU s
-// for the whole run, half of the table's cost being 4 KiB page faults and
-// the memset of each doubled table.
+// Three sources, by size and use:
+// - small (under 256 KiB): calloc;
+// - large and *sparse* (a pool's per-block arrays, touched from the low ids
+//   up as far as the run gets): a mapping from reused_pages.h, which keeps
+//   the mappings of finished runs and clears only the pages they used, so
+//   `plan`'s and `compare`'s later runs do not fault their pages afresh
+//   (faults are dear on this project's VMs). Not transparent huge pages
+//   (tried: `compare`'s replays ran ~10 % slower, 2 MiB cleared per fault of
+//   which a sparse array used a part);
+// - large and *dense* (reset(n, true): a hash table whose entries land all
+//   over it, like the ideal hit rate's table or a pool's hash buckets): every
+//   page is touched, so it is mapped with transparent huge pages asked for,
+//   one fault and one TLB entry per 2 MiB instead of 512. Cache mode's ideal
+//   hit rate table on 50k small requests (1.39 M distinct blocks): 0.70 ->
+//   0.46 CPU s for the whole run.
+// Only for trivially copyable element types.
 #pragma once
 
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <type_traits>
 #include <utility>
+
+#include "sim/base/reused_pages.h"
 
 namespace prefixsim {
 
@@ -65,8 +68,15 @@ class ZeroedArray {
 #ifdef MADV_HUGEPAGE
       ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint: refused or absent is fine
 #endif
-      mapped_ = true;
+      source_ = Source::kMapped;
       p_ = static_cast<T*>(p);
+      capacity_ = bytes;
+      n_ = n;
+      return;
+    }
+    if (bytes >= kReuseMin) {
+      p_ = static_cast<T*>(reused_pages::take(bytes, capacity_));
+      source_ = Source::kReused;
       n_ = n;
       return;
     }
@@ -84,19 +94,27 @@ class ZeroedArray {
  private:
   void release() {
     if (!p_) return;
-    if (mapped_) ::munmap(p_, n_ * sizeof(T));
-    else std::free(p_);
-    mapped_ = false;
+    switch (source_) {
+      case Source::kCalloc: std::free(p_); break;
+      case Source::kMapped: ::munmap(p_, capacity_); break;
+      case Source::kReused: reused_pages::give(p_, capacity_); break;
+    }
+    source_ = Source::kCalloc;
+    capacity_ = 0;
     p_ = nullptr;
     n_ = 0;
   }
   void swap(ZeroedArray& o) noexcept {
     std::swap(p_, o.p_);
     std::swap(n_, o.n_);
-    std::swap(mapped_, o.mapped_);
+    std::swap(source_, o.source_);
+    std::swap(capacity_, o.capacity_);
   }
   static constexpr size_t kHugePage = size_t{2} << 20;
-  bool mapped_ = false;
+  static constexpr size_t kReuseMin = size_t{256} << 10;
+  enum class Source : uint8_t { kCalloc, kMapped, kReused };
+  Source source_ = Source::kCalloc;
+  size_t capacity_ = 0;  // bytes mapped (kMapped, kReused)
 
   T* p_ = nullptr;
   size_t n_ = 0;
