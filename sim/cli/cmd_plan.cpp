@@ -34,7 +34,7 @@ po::options_description plan_flags() {
       ("gpu-cost", po::value<std::string>(), "price of one GPU-hour, or each GPU's: h100-sxm-80gb=2.99,a100-80gb=1.49 "
                                              "(default: the GPU catalog's cost_per_hour; without either, cost = number "
                                              "of GPUs)")
-      ("threads", po::value<int>()->default_value(0), "fleet shapes searched at once (default: one per core)")
+      ("threads", po::value<int>()->default_value(0), "runs at once: fleet shapes searched side by side, and a thread with no shape left runs the next counts of a doubling ahead (default: one per core)")
       ("quiet", "print nothing on success");
   for (const PlanDimension* d : plan_dimensions()) {
     opts.add_options()(d->flag, po::value<std::string>(), d->help);

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "sim/base/error.h"
+#include "sim/base/interrupt.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/vector_source.h"
 #include "sim/fleet/fleet.h"
@@ -21,6 +22,7 @@ class PointObserver final : public EngineObserver {
   PointObserver(int32_t block_size, std::vector<const BlockPool*> check)
       : block_size_(block_size), check_(std::move(check)) {}
   void on_request_finished(const RequestRecord& r) override {
+    throw_if_interrupted();  // a run its caller abandoned ends here (plan's runs ahead)
     if (!counted.add(r)) return;
     ++finished;
     prompt_tokens += static_cast<uint64_t>(r.prompt_tokens);

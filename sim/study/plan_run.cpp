@@ -3,7 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <exception>
 #include <iomanip>
@@ -12,11 +14,13 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <thread>
 
 #include "prefixsim_config.h"
 #include "reports/outputs.h"
 #include "reports/plan_text.h"
 #include "sim/base/error.h"
+#include "sim/base/interrupt.h"
 #include "sim/base/parallel_for.h"
 #include "sim/base/progress_line.h"
 #include "sim/base/text_fields.h"
@@ -147,7 +151,9 @@ class Planner {
   void check_memory() const;
   void read_trace();
   ojson run_fleet(const Shape& shape, int64_t n, int64_t decode, const std::string& router);
-  void search(Shape& shape);
+  ojson searched_row(size_t i, int64_t n);
+  bool run_one_ahead(std::unique_lock<std::mutex>& lock);
+  void search(size_t i);
   void search_shapes();
   const Shape* cheapest() const;
   std::vector<ojson> routers_at(const Shape& best);
@@ -170,8 +176,25 @@ class Planner {
   std::string format_;
   PolicyContext ctx_;
   ProgressLine progress_;
-  std::mutex mu_;  // guards what the threads share: runs_done_, progress_, error_
+  std::mutex mu_;  // guards what the threads share: runs_done_, progress_, error_, the runs ahead
   size_t runs_done_ = 0;
+  // Runs ahead: a thread with no shape left to search runs the doubling's
+  // next count of a shape still searching (its search has only failed so
+  // far, so it asks that count next unless the run it waits on meets). The
+  // search takes the row (waiting while it runs) instead of running it; a
+  // row run ahead and never asked is dropped, so plan.json and the runs it
+  // lists are those of the searches alone, whatever the timing.
+  struct RowSlot {
+    bool done = false;
+    ojson row;
+    std::exception_ptr error;
+    std::atomic<bool> abandon{false};  // a run ahead no search will ask for: ends at its next step
+  };
+  void abandon_ahead(size_t i, int64_t above);
+  std::map<std::pair<size_t, int64_t>, std::shared_ptr<RowSlot>> rows_;  // (shape, replicas): aggregated shapes
+  std::vector<int64_t> doubling_at_;  // by shape: the doubling's count its search waits on; 0: none
+  size_t searching_ = 0;              // shapes not yet searched to the end
+  std::condition_variable changed_;   // a search asked, a run ended, a search ended
   std::chrono::steady_clock::time_point start_;
   std::exception_ptr error_;
 };
@@ -400,12 +423,77 @@ void Planner::keep_error() {
   if (!error_) error_ = std::current_exception();
 }
 
-// One shape's search; a run's row is kept with it.
-void Planner::search(Shape& shape) {
+// The row of n replicas of aggregated shape i, as its search asks for it:
+// taken from a run ahead (waited for while it runs), else run here. While
+// the shape has only failed, n is a count of its doubling: threads running
+// ahead start from there.
+ojson Planner::searched_row(size_t i, int64_t n) {
+  const Shape& shape = shapes_[i];
+  const bool doubling =
+      std::none_of(shape.runs.begin(), shape.runs.end(), [](const ojson& r) { return r["meets"].get<bool>(); });
+  std::unique_lock<std::mutex> lock(mu_);
+  doubling_at_[i] = doubling ? n : 0;
+  std::shared_ptr<RowSlot>& slot = rows_[{i, n}];
+  changed_.notify_all();
+  if (slot) {  // run ahead: wait for it, running ahead meanwhile
+    const std::shared_ptr<RowSlot> ahead = slot;
+    while (!ahead->done)
+      if (!run_one_ahead(lock)) changed_.wait(lock);
+    if (ahead->error) std::rethrow_exception(ahead->error);
+    if (ahead->row["meets"].get<bool>()) abandon_ahead(i, n);
+    return ahead->row;
+  }
+  const std::shared_ptr<RowSlot> mine = slot = std::make_shared<RowSlot>();
+  lock.unlock();
+  mine->row = run_fleet(shape, n, 0, o_.base.router);  // a throw ends the search; the slot is never asked again
+  lock.lock();
+  mine->done = true;
+  if (mine->row["meets"].get<bool>()) abandon_ahead(i, n);
+  return mine->row;
+}
+
+// Under mu_: shape i's runs ahead above `above` replicas will not be asked
+// for (its doubling met there, or its search ended): they stop at their
+// next step, and their rows are dropped.
+void Planner::abandon_ahead(size_t i, int64_t above) {
+  for (auto it = rows_.lower_bound({i, above + 1}); it != rows_.end() && it->first.first == i; ++it)
+    if (!it->second->done) it->second->abandon = true;
+}
+
+// Under `lock`: runs the count after the one some shape's doubling asked
+// for, if it is neither run nor under way, and returns true once it has run
+// (lock held again); false when there is none. One count ahead, not more:
+// a doubling that meets wastes at most part of one run (abandoned when the
+// search learns it met, abandon_ahead), and on two threads the search and
+// the run ahead still overlap throughout.
+bool Planner::run_one_ahead(std::unique_lock<std::mutex>& lock) {
+  for (size_t i = 0; i < shapes_.size(); ++i) {
+    const int64_t n = doubling_at_[i] > 0 ? doubling_next(doubling_at_[i], o_.max_replicas) : 0;
+    if (n == 0 || rows_.count({i, n})) continue;
+    const std::shared_ptr<RowSlot> slot = rows_[{i, n}] = std::make_shared<RowSlot>();
+    lock.unlock();
+    abandon_flag = &slot->abandon;
+    try {
+      slot->row = run_fleet(shapes_[i], n, 0, o_.base.router);
+    } catch (...) {
+      slot->error = std::current_exception();  // thrown where the search asks for it, if it does
+    }
+    abandon_flag = nullptr;
+    lock.lock();
+    slot->done = true;
+    changed_.notify_all();
+    return true;
+  }
+  return false;
+}
+
+// Shape i's search; a run's row is kept with it.
+void Planner::search(size_t i) {
+  Shape& shape = shapes_[i];
   const std::string& router = o_.base.router;
   if (!shape.two_pools()) {
     shape.search = search_replicas(o_.max_replicas, [&](int64_t n) {
-      shape.runs.push_back(run_fleet(shape, n, 0, router));
+      shape.runs.push_back(searched_row(i, n));
       return shape.runs.back()["meets"].get<bool>();
     });
     return;
@@ -418,17 +506,40 @@ void Planner::search(Shape& shape) {
       });
 }
 
-// Each shape's search on a thread of its own.
+// Each shape's search on a thread of its own; a thread with no shape left
+// runs ahead of the searches still going (see rows_).
 void Planner::search_shapes() {
   start_ = std::chrono::steady_clock::now();
-  parallel_for(shapes_.size(), std::min<int>(o_.threads, static_cast<int>(shapes_.size())), [&](size_t i) {
-    if (!shapes_[i].refusal.empty()) return;
-    try {
-      search(shapes_[i]);
-    } catch (...) {
-      keep_error();
+  doubling_at_.assign(shapes_.size(), 0);
+  searching_ = shapes_.size();
+  std::atomic<size_t> next{0};
+  const auto worker = [&] {
+    for (size_t i = next++; i < shapes_.size(); i = next++) {
+      if (shapes_[i].refusal.empty()) {
+        try {
+          search(i);
+        } catch (...) {
+          keep_error();
+        }
+      }
+      const std::lock_guard<std::mutex> lock(mu_);
+      doubling_at_[i] = 0;
+      abandon_ahead(i, 0);
+      --searching_;
+      changed_.notify_all();
     }
-  });
+    std::unique_lock<std::mutex> lock(mu_);
+    while (searching_ > 0 && !error_)
+      if (!run_one_ahead(lock)) changed_.wait(lock);
+  };
+  // No more threads than runs a doubling could ever ask for.
+  size_t counts = 0;
+  for (int64_t n = 1; n > 0; n = doubling_next(n, o_.max_replicas)) ++counts;
+  const int threads = static_cast<int>(std::clamp<size_t>(static_cast<size_t>(std::max(o_.threads, 1)), 1, shapes_.size() * counts));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
 }
 
 // The cheapest answer; ties to fewer GPUs, then the shape listed first.
@@ -623,7 +734,7 @@ PlanResult Planner::run() {
   if (best && !o_.routers.empty()) router_rows = routers_at(*best);
   progress_.clear();
   if (error_) std::rethrow_exception(error_);
-  return {document(best, router_rows), best != nullptr};
+  return {document(best, router_rows), best != nullptr, runs_done_};
 }
 
 }  // namespace

@@ -8,8 +8,11 @@
 // prefill and decode instance counts (search_split); the aggregated shapes
 // stay candidates. Every
 // run is the engine over the trace parsed once (point_run.h); the shapes are
-// searched on threads, each search sequential, so the runs made and the
-// answer do not depend on timing.
+// searched on threads, each search sequential, so the runs listed and the
+// answer do not depend on timing. A thread with no shape left runs the next
+// count of a doubling ahead (the search takes that row when it asks for it;
+// one never asked for is dropped): a plan of one shape, or the last shape
+// of several, keeps two threads busy.
 //
 // What cannot run is refused (InputError, exit 2) before any search: a shape
 // from an explicit TP list or a resource value that cannot run (a TP that
@@ -76,6 +79,7 @@ struct PlanOptions {
 struct PlanResult {
   nlohmann::ordered_json plan;  // plan.json, schema prefixsim.plan/1
   bool met = false;             // some fleet meets the SLO
+  size_t fleets_run = 0;        // runs made, those run ahead and never asked for included
 };
 
 // InputError (exit 2) for what cannot run, before any run; rethrows what a

@@ -119,6 +119,8 @@ bool meets_slo(const std::vector<SloTerm>& slo, const std::map<std::string, doub
   return true;
 }
 
+int64_t doubling_next(int64_t n, int64_t max_replicas) { return n < max_replicas ? std::min(max_replicas, n * 2) : 0; }
+
 SearchResult search_replicas(int64_t max_replicas, const std::function<bool(int64_t)>& meets) {
   SearchResult r;
   auto run = [&](int64_t n) {
@@ -127,13 +129,12 @@ SearchResult search_replicas(int64_t max_replicas, const std::function<bool(int6
     return ok;
   };
   int64_t lo = 0, hi = 0;  // lo fails (0: none run), hi meets (0: none found)
-  for (int64_t n = 1; n <= max_replicas; n = std::min(max_replicas, n * 2)) {
+  for (int64_t n = max_replicas >= 1 ? 1 : 0; n > 0; n = doubling_next(n, max_replicas)) {
     if (run(n)) {
       hi = n;
       break;
     }
     lo = n;
-    if (n == max_replicas) break;
   }
   if (hi) hi = fewest_meeting(lo, hi, run);
   r.answer = hi;

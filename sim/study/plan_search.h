@@ -55,6 +55,11 @@ struct SearchResult {
   std::vector<std::string> violations;  // "4 met but 5 did not"
 };
 
+// The count the doubling runs after n failed (1, 2, 4, ... then
+// max_replicas itself); 0 after max_replicas. `plan` runs these ahead on
+// threads that have no shape of their own left to search.
+int64_t doubling_next(int64_t n, int64_t max_replicas);
+
 // Doubling from 1 (1, 2, 4, ... up to max_replicas) until a count meets,
 // then bisection between the last that failed and the first that met, then
 // the probe of answer + 1 (when within max_replicas).

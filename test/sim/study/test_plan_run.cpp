@@ -83,6 +83,27 @@ TEST_CASE("plan.json is the same whatever the number of threads", "[plan]") {
   CHECK(run_plan(o).plan.dump() == one);
 }
 
+TEST_CASE("threads with no shape left run a doubling ahead, and plan.json stays that of one thread", "[plan]") {
+  // One shape, so every thread but one can only run ahead. 1 ms at the p99
+  // is met by no fleet: the doubling runs 1, 2, 4, 8 and each count run
+  // ahead is asked for. 40 ms is met at 2 or 4 replicas (bisection and
+  // probe after), so a run ahead may be wasted: one at most.
+  for (const std::string slo : {"ttft_p99=1ms", "ttft_p99=40ms"}) {
+    INFO(slo);
+    PlanOptions o = small_plan(slo, {1});
+    o.threads = 1;
+    const PlanResult one = run_plan(o);
+    CHECK(one.fleets_run == one.plan["runs"].size());
+    o.threads = 4;
+    for (int repeat = 0; repeat < 3; ++repeat) {  // whatever the timing
+      const PlanResult four = run_plan(o);
+      CHECK(four.plan.dump() == one.plan.dump());
+      CHECK(four.fleets_run >= one.fleets_run);
+      CHECK(four.fleets_run <= one.fleets_run + 1);
+    }
+  }
+}
+
 TEST_CASE("a TP given that the model cannot take is refused before any run, naming --tp", "[plan]") {
   const PlanOptions o = small_plan("ttft_p99=2s", {1, 3});
   try {
