@@ -43,6 +43,8 @@ const BlockHashChain& Request::ensure_prompt_chain(int32_t block_size) {
   return prompt_chain;
 }
 
+bool Request::has_prompt_chain(int32_t block_size) const { return chain_fits(prompt_chain, block_size, prompt_len); }
+
 void Request::take_prompt_chain(BlockHashChain& chain, int32_t block_size) {
   if (chain_fits(prompt_chain, block_size, prompt_len)) {
     std::swap(chain, prompt_chain);  // chain's old buffers go with prompt_chain

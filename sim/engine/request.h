@@ -76,6 +76,8 @@ struct Request {
   // The same for the request's new owner: prompt_chain is moved, not
   // copied, and is left empty either way.
   void take_prompt_chain(BlockHashChain& chain, int32_t block_size);
+  // Whether prompt_chain holds this prompt at `block_size` (take or copy it).
+  bool has_prompt_chain(int32_t block_size) const;
 
   // The tokens whose KV a vLLM server computes for this request, and so may
   // cache: the prompt and every output token but the last, which is sampled

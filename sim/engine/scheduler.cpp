@@ -76,9 +76,12 @@ SlotId Scheduler::add_request(Request&& r) {
   Seq& q = *seqs_[s];
   q.req = std::move(r);
   // The prompt is hashed at its first lookup (prepare_for_lookup), not here:
-  // a deep waiting queue would otherwise hold a hash chain per request.
+  // a deep waiting queue would otherwise hold a hash chain per request. A
+  // chain hashed upstream (a prefix-aware router's) is kept for that lookup
+  // while few requests wait, so it is not hashed twice; behind a deep queue
+  // it is dropped (the same hashes come again at the lookup).
   q.chain.reset(kv_.block_size(), &q.req.extras);
-  q.req.prompt_chain = BlockHashChain{};
+  if (waiting_.size() >= kKeepChainsWaiting) q.req.prompt_chain = BlockHashChain{};
   q.prepared = false;
   q.kv.blocks.clear();
   q.kv.num_cached = 0;
@@ -107,6 +110,11 @@ void Scheduler::prepare_for_lookup(Seq& q) {
   q.kv.blocks.reserve(static_cast<size_t>(blocks_for(most)));
   // Hashes are only needed when something can be cached.
   if (!kv_.pool().caching_enabled()) return;
+  if (q.req.has_prompt_chain(kv_.block_size())) {
+    q.req.take_prompt_chain(q.chain, kv_.block_size());
+    q.chain.reserve_tokens(most);
+    return;
+  }
   q.chain.reserve_tokens(most);
   q.req.append_prompt_to(q.chain);
 }

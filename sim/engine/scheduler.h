@@ -195,6 +195,9 @@ class Scheduler {
   uint64_t lookups() const { return lookup_counter_; }
 
  private:
+  // A request arriving behind fewer waiting than this keeps a prompt chain
+  // hashed upstream for its first lookup (add_request).
+  static constexpr size_t kKeepChainsWaiting = 64;
   struct Seq {
     Request req;
     BlockHashChain chain;  // prompt + outputs, extended as tokens arrive; never re-hashed

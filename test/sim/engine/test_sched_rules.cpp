@@ -52,12 +52,15 @@ class Sim {
         kv(block_size, pool),
         sched(cfg, kv, fake) {}
 
-  SlotId add(const std::string& id, std::vector<int32_t> tokens, int64_t max_tokens) {
+  // `hashed`: the prompt's chain comes hashed upstream (as a prefix-aware
+  // router hands it on).
+  SlotId add(const std::string& id, std::vector<int32_t> tokens, int64_t max_tokens, bool hashed = false) {
     Request r;
     r.id = id;
     r.prompt_len = static_cast<int64_t>(tokens.size());
     r.tokens = std::move(tokens);
     r.output_len = max_tokens;
+    if (hashed) r.ensure_prompt_chain(kv.block_size());
     return sched.add_request(std::move(r));
   }
 
@@ -253,6 +256,39 @@ TEST_CASE("a prompt is hashed at its first lookup, so requests queued behind the
   CHECK(s.sched.hashed(f));
   CHECK_FALSE(s.sched.hashed(h));
   CHECK(s.sched.num_waiting() == 2);
+}
+
+TEST_CASE("a prompt chain hashed upstream is kept for the first lookup behind a short queue and gives the same steps",
+          "[sched][rules]") {
+  // Prompts that end mid-block (the chain's partial tail is taken too), a
+  // shared prefix (hits) and preemptions (README example 2's pool).
+  const auto fill = [](Sim& s, bool hashed) {
+    s.add("E", seq(1, 14), 3, hashed);
+    s.add("A", cat(seq(1, 8), seq(21, 23)), 4, hashed);
+    s.add("B", seq(31, 37), 3, hashed);
+    s.add("C", cat(seq(1, 4), seq(41, 42)), 2, hashed);
+    s.add("D", seq(51, 54), 2, hashed);
+  };
+  Sim plain{9, 4, config(8, 32)}, upstream{9, 4, config(8, 32)};
+  fill(plain, false);
+  fill(upstream, true);
+  for (SlotId q = 0; q < 5; ++q) CHECK(upstream.sched.request(q).has_prompt_chain(4));  // kept until looked up
+  for (int step = 0; step < 12; ++step) {
+    INFO("step " << step);
+    const StepView a = plain.step(), b = upstream.step();
+    CHECK(a.scheduled == b.scheduled);
+    CHECK(a.admitted == b.admitted);
+    CHECK(a.preempted == b.preempted);
+    CHECK(a.finished == b.finished);
+    CHECK(a.stats.hits == b.stats.hits);
+    CHECK(a.num_free == b.num_free);
+  }
+  // Behind a deep queue the chain is dropped: waiting requests hold no hashes.
+  Sim deep{64, 4, config(1, 4)};
+  for (int i = 0; i < 64; ++i) deep.add("w" + std::to_string(i), seq(1, 8), 1, true);
+  const SlotId last = deep.add("last", seq(1, 8), 1, true);
+  CHECK(deep.sched.request(0).has_prompt_chain(4));
+  CHECK_FALSE(deep.sched.request(last).has_prompt_chain(4));
 }
 
 TEST_CASE("refused lookups are counted again every step; lookups of preempted requests are counted apart (§8)",
