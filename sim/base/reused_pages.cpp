@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -65,7 +66,12 @@ void clear_used(void* p, size_t bytes) {
   }
 }
 
+std::atomic<bool> g_active{false};
+
 }  // namespace
+
+bool active() { return g_active.load(std::memory_order_relaxed); }
+void note_release() { g_active.store(true, std::memory_order_relaxed); }
 
 void* take(size_t bytes, size_t& capacity) {
   const size_t page = page_size();

@@ -12,12 +12,14 @@
 // Three sources, by size and use:
 // - small (under 256 KiB): calloc;
 // - large and *sparse* (a pool's per-block arrays, touched from the low ids
-//   up as far as the run gets): a mapping from reused_pages.h, which keeps
-//   the mappings of finished runs and clears only the pages they used, so
-//   `plan`'s and `compare`'s later runs do not fault their pages afresh
-//   (faults are dear on this project's VMs). Not transparent huge pages
-//   (tried: `compare`'s replays ran ~10 % slower, 2 MiB cleared per fault of
-//   which a sparse array used a part);
+//   up as far as the run gets): once the process has released one (plan,
+//   compare and sweep build pools run after run), a mapping from
+//   reused_pages.h, which keeps the mappings of finished runs and clears
+//   only the pages they used, so later runs do not fault their pages afresh
+//   (faults are dear on this project's VMs); before that, calloc (which may
+//   reuse heap memory the process holds: a lone replay's RSS). Not
+//   transparent huge pages (tried: `compare`'s replays ran ~10 % slower,
+//   2 MiB cleared per fault of which a sparse array used a part);
 // - large and *dense* (reset(n, true): a hash table whose entries land all
 //   over it, like the ideal hit rate's table or a pool's hash buckets): every
 //   page is touched, so it is mapped with transparent huge pages asked for,
@@ -61,6 +63,7 @@ class ZeroedArray {
   void reset(size_t n, bool dense = false) {
     release();
     if (n == 0) return;
+    dense_ = dense;
     const size_t bytes = n * sizeof(T);
     if (dense && bytes >= kHugePage) {
       void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -74,7 +77,7 @@ class ZeroedArray {
       n_ = n;
       return;
     }
-    if (bytes >= kReuseMin) {
+    if (bytes >= kReuseMin && reused_pages::active()) {
       p_ = static_cast<T*>(reused_pages::take(bytes, capacity_));
       source_ = Source::kReused;
       n_ = n;
@@ -95,7 +98,10 @@ class ZeroedArray {
   void release() {
     if (!p_) return;
     switch (source_) {
-      case Source::kCalloc: std::free(p_); break;
+      case Source::kCalloc:
+        if (!dense_ && bytes() >= kReuseMin) reused_pages::note_release();  // a sparse one: a pool's
+        std::free(p_);
+        break;
       case Source::kMapped: ::munmap(p_, capacity_); break;
       case Source::kReused: reused_pages::give(p_, capacity_); break;
     }
@@ -108,12 +114,14 @@ class ZeroedArray {
     std::swap(p_, o.p_);
     std::swap(n_, o.n_);
     std::swap(source_, o.source_);
+    std::swap(dense_, o.dense_);
     std::swap(capacity_, o.capacity_);
   }
   static constexpr size_t kHugePage = size_t{2} << 20;
   static constexpr size_t kReuseMin = size_t{256} << 10;
   enum class Source : uint8_t { kCalloc, kMapped, kReused };
   Source source_ = Source::kCalloc;
+  bool dense_ = false;
   size_t capacity_ = 0;  // bytes mapped (kMapped, kReused)
 
   T* p_ = nullptr;
