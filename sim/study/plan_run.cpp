@@ -439,22 +439,25 @@ ojson Planner::searched_row(size_t i, int64_t n) {
     const std::shared_ptr<RowSlot> ahead = slot;
     while (!ahead->done)
       if (!run_one_ahead(lock)) changed_.wait(lock);
-    if (ahead->error) std::rethrow_exception(ahead->error);
-    if (ahead->row["meets"].get<bool>()) abandon_ahead(i, n);
-    return ahead->row;
+    if (!(ahead->error && ahead->abandon)) {  // one abandoned and asked after all is run again, below
+      if (ahead->error) std::rethrow_exception(ahead->error);
+      if (ahead->row["meets"].get<bool>()) abandon_ahead(i, n + 1);
+      return ahead->row;
+    }
   }
   const std::shared_ptr<RowSlot> mine = slot = std::make_shared<RowSlot>();
   lock.unlock();
   mine->row = run_fleet(shape, n, 0, o_.base.router);  // a throw ends the search; the slot is never asked again
   lock.lock();
   mine->done = true;
-  if (mine->row["meets"].get<bool>()) abandon_ahead(i, n);
+  if (mine->row["meets"].get<bool>()) abandon_ahead(i, n + 1);
   return mine->row;
 }
 
 // Under mu_: shape i's runs ahead above `above` replicas will not be asked
-// for (its doubling met there, or its search ended): they stop at their
-// next step, and their rows are dropped.
+// for: its doubling met at n (the bisection stays below n, the probe asks
+// n + 1 at most, so `above` is n + 1), or its search ended (0). They stop
+// at their next finished request, and their rows are dropped.
 void Planner::abandon_ahead(size_t i, int64_t above) {
   for (auto it = rows_.lower_bound({i, above + 1}); it != rows_.end() && it->first.first == i; ++it)
     if (!it->second->done) it->second->abandon = true;
