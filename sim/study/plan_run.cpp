@@ -188,7 +188,7 @@ class Planner {
     bool done = false;
     ojson row;
     std::exception_ptr error;
-    std::atomic<bool> abandon{false};  // a run ahead no search will ask for: ends at its next step
+    std::atomic<bool> abandon{false};  // a run ahead no search will ask for: ends at its next finished request
   };
   void abandon_ahead(size_t i, int64_t above);
   std::map<std::pair<size_t, int64_t>, std::shared_ptr<RowSlot>> rows_;  // (shape, replicas): aggregated shapes
@@ -466,8 +466,8 @@ void Planner::abandon_ahead(size_t i, int64_t above) {
 // Under `lock`: runs the count after the one some shape's doubling asked
 // for, if it is neither run nor under way, and returns true once it has run
 // (lock held again); false when there is none. One count ahead, not more:
-// a doubling that meets wastes at most part of one run (abandoned when the
-// search learns it met, abandon_ahead), and on two threads the search and
+// a doubling that meets wastes at most part of one run (abandoned once a
+// count below it meets, abandon_ahead), and on two threads the search and
 // the run ahead still overlap throughout.
 bool Planner::run_one_ahead(std::unique_lock<std::mutex>& lock) {
   for (size_t i = 0; i < shapes_.size(); ++i) {
@@ -484,6 +484,10 @@ bool Planner::run_one_ahead(std::unique_lock<std::mutex>& lock) {
     abandon_flag = nullptr;
     lock.lock();
     slot->done = true;
+    // Met: the doubling ends here or below, whoever waits on what, so the
+    // runs ahead past the probe's count go now (a search busy running one
+    // ahead itself would only learn it after that run).
+    if (!slot->error && slot->row["meets"].get<bool>()) abandon_ahead(i, n + 1);
     changed_.notify_all();
     return true;
   }
