@@ -110,13 +110,10 @@ void Scheduler::prepare_for_lookup(Seq& q) {
   q.kv.blocks.reserve(static_cast<size_t>(blocks_for(most)));
   // Hashes are only needed when something can be cached.
   if (!kv_.pool().caching_enabled()) return;
-  if (q.req.has_prompt_chain(kv_.block_size())) {
-    q.req.take_prompt_chain(q.chain, kv_.block_size());
-    q.chain.reserve_tokens(most);
-    return;
-  }
+  const bool hashed = q.req.has_prompt_chain(kv_.block_size());  // upstream: taken, not hashed again
+  if (hashed) q.req.take_prompt_chain(q.chain, kv_.block_size());
   q.chain.reserve_tokens(most);
-  q.req.append_prompt_to(q.chain);
+  if (!hashed) q.req.append_prompt_to(q.chain);
 }
 
 void Scheduler::release(SlotId s) {

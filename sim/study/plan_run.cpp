@@ -190,6 +190,7 @@ class Planner {
     std::exception_ptr error;
     std::atomic<bool> abandon{false};  // a run ahead no search will ask for: ends at its next finished request
   };
+  void ran(size_t i, int64_t n, RowSlot& slot);
   void abandon_ahead(size_t i, int64_t above);
   std::map<std::pair<size_t, int64_t>, std::shared_ptr<RowSlot>> rows_;  // (shape, replicas): aggregated shapes
   std::vector<int64_t> doubling_at_;  // by shape: the doubling's count its search waits on; 0: none
@@ -441,7 +442,6 @@ ojson Planner::searched_row(size_t i, int64_t n) {
       if (!run_one_ahead(lock)) changed_.wait(lock);
     if (!(ahead->error && ahead->abandon)) {  // one abandoned and asked after all is run again, below
       if (ahead->error) std::rethrow_exception(ahead->error);
-      if (ahead->row["meets"].get<bool>()) abandon_ahead(i, n + 1);
       return ahead->row;
     }
   }
@@ -449,9 +449,17 @@ ojson Planner::searched_row(size_t i, int64_t n) {
   lock.unlock();
   mine->row = run_fleet(shape, n, 0, o_.base.router);  // a throw ends the search; the slot is never asked again
   lock.lock();
-  mine->done = true;
-  if (mine->row["meets"].get<bool>()) abandon_ahead(i, n + 1);
+  ran(i, n, *mine);
   return mine->row;
+}
+
+// Under mu_: the run of n replicas of shape i (asked or ahead) is done. If
+// it met, the doubling ends here or below, whoever waits on what, so the
+// runs ahead past the probe's count go now.
+void Planner::ran(size_t i, int64_t n, RowSlot& slot) {
+  slot.done = true;
+  if (!slot.error && slot.row["meets"].get<bool>()) abandon_ahead(i, n + 1);
+  changed_.notify_all();
 }
 
 // Under mu_: shape i's runs ahead above `above` replicas will not be asked
@@ -483,12 +491,7 @@ bool Planner::run_one_ahead(std::unique_lock<std::mutex>& lock) {
     }
     abandon_flag = nullptr;
     lock.lock();
-    slot->done = true;
-    // Met: the doubling ends here or below, whoever waits on what, so the
-    // runs ahead past the probe's count go now (a search busy running one
-    // ahead itself would only learn it after that run).
-    if (!slot->error && slot->row["meets"].get<bool>()) abandon_ahead(i, n + 1);
-    changed_.notify_all();
+    ran(i, n, *slot);
     return true;
   }
   return false;
