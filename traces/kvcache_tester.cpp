@@ -12,11 +12,11 @@
 #include <exception>
 #include <filesystem>
 #include <limits>
-#include <queue>
 #include <random>
 #include <vector>
 
 #include "sim/base/error.h"
+#include "sim/base/front_heap.h"
 #include "sim/base/input_limits.h"
 #include "traces/json_scan.h"
 #include "traces/json_scan_lists.h"
@@ -401,14 +401,13 @@ class KvCacheTesterSource final : public RequestSource {
   std::string origin() const override { return path_; }
 
   bool next(Request& out) override {
-    while (!files_done_ && (heap_.empty() || next_start_ < heap_.top().arrival)) load_next();
-    if (heap_.empty()) {
+    while (!files_done_ && (pending_.empty() || next_start_ < pending_.top().arrival)) load_next();
+    if (pending_.empty()) {
       if (loaded_ == 0) throw InputError(path_, 1, "empty trace: no conversation files (*.json)");
       if (emitted_ == 0) throw InputError(path_, 1, "empty trace: the conversations hold no requests");
       return false;
     }
-    const Pending p = heap_.top();
-    heap_.pop();
+    const Pending p = pending_.pop();
     Conversation& c = *convs_[p.conv];
     const ConvRequest& r = c.reqs[c.next++];
     const bool last = c.next == c.reqs.size();
@@ -435,7 +434,7 @@ class KvCacheTesterSource final : public RequestSource {
     out.session.assign(c.session);
     ++emitted_;
     if (!last)
-      heap_.push({c.start + c.reqs[c.next].t, p.conv});
+      pending_.push({c.start + c.reqs[c.next].t, p.conv});
     else
       recycle(std::move(convs_[p.conv]));  // finished
     return true;
@@ -503,7 +502,7 @@ class KvCacheTesterSource final : public RequestSource {
     next_start_ = start_s_ <= json_scan::kMaxSeconds ? static_cast<TimeNs>(std::llround(start_s_ * 1e9))
                                                      : std::numeric_limits<TimeNs>::max();
     if (c->reqs.empty()) return;
-    heap_.push({c->start + c->reqs[0].t, k});
+    pending_.push({c->start + c->reqs[0].t, k});
     if (convs_.size() <= k) convs_.resize(k + 1);
     convs_[k] = std::move(c);
   }
@@ -608,16 +607,13 @@ class KvCacheTesterSource final : public RequestSource {
     const KvScanConversation& sc = scan_;
     if (opts_.trace_block_size > 0 && sc.has_block_size && sc.block_size != opts_.trace_block_size) return false;
     const int64_t bs = sc.has_block_size ? sc.block_size : opts_.trace_block_size > 0 ? opts_.trace_block_size : 64;
-    const uint64_t limit = sc.global ? kTailBit : (1ULL << kFileShift);
-    uint64_t any = 0;  // every id ORed: one compare against the limit
-    for (uint64_t id : sc.ids) any |= id;
-    if (any >= limit) return false;
     fast_.clear();
     uint32_t seq = 0;
     for (const KvScanRequest& r : sc.requests) {
-      const int64_t n = r.num_ids, full = r.in / bs, all = (r.in + bs - 1) / bs;
-      if (n != full && n != all) return false;
-      fast_.push_back({static_cast<TimeNs>(std::llround(r.t * 1e9)), seq++, &r});
+      const int64_t n = r.num_ids, full = r.in / bs;
+      const bool partial = r.in != full * bs;  // a partial last block
+      if (n != full && n != full + partial) return false;
+      fast_.push_back({static_cast<TimeNs>(std::llround(r.t * 1e9)), seq++, partial && n == full, &r});
     }
     if (sc.has_id)
       c.id.assign(sc.id);
@@ -628,6 +624,7 @@ class KvCacheTesterSource final : public RequestSource {
     if (!std::is_sorted(fast_.begin(), fast_.end(), earlier)) std::stable_sort(fast_.begin(), fast_.end(), earlier);
     const uint64_t file_ns = static_cast<uint64_t>(k + 1) << kFileShift;
     const uint64_t ns = sc.global ? 0 : file_ns;
+    uint64_t any = 0;  // every scanned id ORed: one compare against the limit
     // Sized for the most it can take (every id, a tail per request), filled
     // through plain pointers, then cut to what it holds.
     c.reqs.resize(fast_.size());
@@ -646,13 +643,18 @@ class KvCacheTesterSource final : public RequestSource {
       r = {q.t, q.r->in, q.r->out, q.seq};
       r.shared = static_cast<uint32_t>(shared);
       r.begin = static_cast<uint32_t>(used);
-      for (size_t i = shared; i < n; ++i) pool[used++] = ids[i] | ns;
-      if (static_cast<int64_t>(n) == q.r->in / bs && q.r->in % bs != 0)
-        pool[used++] = kTailBit | file_ns | q.seq;  // the unknown tail: unique
+      // The ids before `shared` are the request before's: ORed into `any`
+      // there (or before it), so every scanned id is.
+      for (size_t i = shared; i < n; ++i) {
+        any |= ids[i];
+        pool[used++] = ids[i] | ns;
+      }
+      if (q.tail) pool[used++] = kTailBit | file_ns | q.seq;  // the unknown tail: unique
       r.count = static_cast<uint32_t>(used - r.begin);
       prev = ids;
       prev_n = n;
     }
+    if (any >= (sc.global ? kTailBit : (1ULL << kFileShift))) return false;
     c.pool.resize(used);
     finish(JsonFields(where.name, where.line), c);
     return true;
@@ -735,6 +737,7 @@ class KvCacheTesterSource final : public RequestSource {
   struct FastRequest {
     TimeNs t;
     uint32_t seq;
+    bool tail;  // its ids cover only its full blocks, and it has a partial one
     const KvScanRequest* r;
   };
   KvScanConversation scan_;  // the fast path's
@@ -742,7 +745,8 @@ class KvCacheTesterSource final : public RequestSource {
   std::vector<uint64_t> ids_, prev_;
   std::vector<std::unique_ptr<Conversation>> convs_;  // by load order; null once finished
   std::vector<std::unique_ptr<Conversation>> spare_;  // finished, kept for reuse (recycle())
-  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> heap_;  // one per live conversation
+  // One per live conversation: most are taken back at once (front_heap.h).
+  FrontHeap<Pending> pending_;
   double start_s_ = 0;
   TimeNs next_start_ = 0;
   bool files_done_ = false;
