@@ -50,7 +50,14 @@ bool page_is_zero(const unsigned char* p, size_t n) {
   return any == 0;
 }
 
-// Zeroes the resident pages of a mapping that are not zero already.
+// Zeroes a mapping's pages that are not zero already. A resident page is
+// read and written if it is not all zeros. A page that is not resident was
+// either never touched (it reads as zero) or swapped out, and a swapped-out
+// page comes back with its old contents: each run of such pages is dropped
+// (MADV_DONTNEED: a private anonymous page reads as zero afterwards, its swap
+// entry freed). Pools are used from their first block on, so a mapping has
+// few such runs, mostly one tail; where nothing was ever touched the call
+// finds no page to drop.
 void clear_used(void* p, size_t bytes) {
   const size_t page = page_size();
   std::vector<unsigned char> resident((bytes + page - 1) / page);
@@ -59,11 +66,19 @@ void clear_used(void* p, size_t bytes) {
     std::memset(p, 0, bytes);
     return;
   }
-  for (size_t i = 0; i < resident.size(); ++i) {
-    if (!(resident[i] & 1)) continue;
-    unsigned char* q = base + i * page;
-    const size_t n = std::min(page, bytes - i * page);
-    if (!page_is_zero(q, n)) std::memset(q, 0, n);
+  for (size_t i = 0; i < resident.size();) {
+    if (resident[i] & 1) {
+      unsigned char* q = base + i * page;
+      const size_t n = std::min(page, bytes - i * page);
+      if (!page_is_zero(q, n)) std::memset(q, 0, n);
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < resident.size() && !(resident[end] & 1)) ++end;
+    if (::madvise(base + i * page, (end - i) * page, MADV_DONTNEED) != 0)
+      std::memset(base + i * page, 0, std::min((end - i) * page, bytes - i * page));
+    i = end;
   }
 }
 

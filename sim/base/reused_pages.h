@@ -13,7 +13,9 @@
 // A mapping handed back is kept whole (up to a limit on what is kept). One
 // taken again is cleared where it was used: mincore() says which of its
 // pages are resident, and of those only the ones not already all zero are
-// written; a page never touched stays unmapped and costs nothing. So a
+// written; the runs of pages not resident are dropped with MADV_DONTNEED
+// (one of them may have been swapped out, and would come back with its old
+// contents), which costs nothing where a page was never touched. So a
 // reused mapping reads as zeros exactly as a fresh one does, and a run pays
 // for the pages it used, not for the mapping's size.
 #pragma once
