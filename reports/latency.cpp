@@ -11,17 +11,16 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Log-linear fold: 2^kMinExp .. 2^kMaxExp seconds (about 1e-12 s .. 1e9 s),
 // kSub sub-buckets per power of two. Bucket 0 holds values <= 0.
 constexpr int kMinExp = -40, kMaxExp = 30, kSub = 256;
+}  // namespace
 
-// Rank (1-based) of the nearest-rank q-th percentile among n samples.
-uint64_t rank_of(double q, uint64_t n) {
+uint64_t nearest_rank_of(double q, uint64_t n) {
   auto k = static_cast<uint64_t>(std::ceil(q / 100.0 * static_cast<double>(n)));
   return std::clamp<uint64_t>(k, 1, n);
 }
-}  // namespace
 
 double nearest_rank(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return kNaN;
-  return sorted[rank_of(q, sorted.size()) - 1];
+  return sorted[nearest_rank_of(q, sorted.size()) - 1];
 }
 
 LatencySummary summarize(std::vector<double>& values) {
@@ -149,7 +148,7 @@ LatencySummary LatencyAccumulator::summary_ms() const {
   } else {
     const auto sc = sorted_counts();
     auto pct = [&](double q) {
-      const uint64_t k = rank_of(q, count_);
+      const uint64_t k = nearest_rank_of(q, count_);
       uint64_t seen = 0;
       for (const auto& [v, c] : sc)
         if ((seen += c) >= k) return v;

@@ -24,6 +24,8 @@ struct LatencySummary {
 LatencySummary summarize(std::vector<double>& values);
 // Nearest-rank percentile of an already sorted sample; q in [0, 100].
 double nearest_rank(const std::vector<double>& sorted, double q);
+// Its rank (1-based) among n >= 1 samples: ceil(q / 100 * n), within [1, n].
+uint64_t nearest_rank_of(double q, uint64_t n);
 
 // vLLM's bucket bounds (seconds), from vllm/v1/metrics/loggers.py.
 const std::vector<double>& vllm_ttft_buckets();           // time_to_first_token_seconds
@@ -59,7 +61,8 @@ struct CdfPoint {
 // Prometheus histogram stay exact either way. Values are in seconds.
 class LatencyAccumulator {
  public:
-  explicit LatencyAccumulator(std::vector<double> prom_bounds, size_t exact_limit = size_t{1} << 23);
+  static constexpr size_t kExactLimit = size_t{1} << 23;
+  explicit LatencyAccumulator(std::vector<double> prom_bounds, size_t exact_limit = kExactLimit);
   void add(double seconds);
 
   uint64_t count() const { return count_; }

@@ -32,10 +32,25 @@ std::string parts_text(const ojson& r) {
          " + first decode " + fmt(number_or_nan(p, "first_decode"), 1) + " ms";
 }
 
+// "after 850 of 12031 requests, 121 over the limit of ttft_p99<=2s": where
+// a run stopped once an SLO term could no longer hold (plan.json's
+// "stopped"), "" for a run to the end.
+std::string stopped_text(const ojson& row) {
+  if (!row.contains("stopped")) return "";
+  const ojson& st = row["stopped"];
+  const uint64_t above = st["above_limit"].get<uint64_t>();
+  return "after " + std::to_string(st["finished_requests"].get<uint64_t>()) + " of " +
+         std::to_string(st["requests"].get<uint64_t>()) + " requests, " +
+         (above > 0 ? std::to_string(above) + " over the limit of " : "past the limit of ") +
+         st["bound"].get<std::string>();
+}
+
 // "ttft_p99_ms 1234.5 ms (<= 2000.0 ms: 38.3 % inside)", from one of
-// plan.json's slo terms and a run's row.
+// plan.json's slo terms and a run's row; a run stopped early has no figures.
 std::string margin_text(const ojson& term, const ojson& row) {
   const std::string metric = term["metric"].get<std::string>();
+  if (row.contains("stopped") && !(row.contains(metric) && row[metric].is_number()))
+    return metric + " not measured (the run stopped " + stopped_text(row) + ")";
   const bool at_most = term["bound"].get<std::string>() == "<=";
   const double limit = term["limit"].get<double>();
   const double v = number_or_nan(row, metric);
@@ -107,14 +122,21 @@ void md_tables(std::ostringstream& md, const ojson& plan) {
     md << "| " << o["fleet"].get<std::string>() << " | " << o["status"].get<std::string>() << " | "
        << plan_size_text(o) << " | "
        << (o.contains("cost") ? fmt(o["cost"].get<double>(), 2) : "-") << " | " << o["runs"].get<size_t>() << " |\n";
-  md << "\n## Runs (in the order run, per shape)\n\n| shape | replicas | meets | TTFT p99 ms | TPOT p99 ms | "
+  md << "\n## Runs (in the order run, per shape)\n\n";
+  for (const ojson& r : plan["runs"])
+    if (r.contains("stopped")) {
+      md << "n/a: a run stopped once an SLO latency term could no longer hold (plan.json's \"stopped\"; "
+            "`--full-runs` measures every run).\n\n";
+      break;
+    }
+  md << "| shape | replicas | meets | TTFT p99 ms | TPOT p99 ms | "
         "hit rate % | refused | imbalance |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
   for (const ojson& r : plan["runs"])
     md << "| " << r["fleet"].get<std::string>() << " | " << plan_size_text(r) << " | "
        << (r["meets"].get<bool>() ? "yes" : "no") << " | " << fmt(number_or_nan(r, "ttft_p99_ms"), 1) << " | "
        << fmt(number_or_nan(r, "tpot_p99_ms"), 1) << " | "
-       << fmt(100 * number_or_nan(r, "hit_rate"), 2) << " | " << r["refused_requests"].get<uint64_t>() << " | "
-       << fmt(number_or_nan(r, "imbalance"), 2) << " |\n";
+       << fmt(100 * number_or_nan(r, "hit_rate"), 2) << " | " << fmt(number_or_nan(r, "refused_requests"), 0)
+       << " | " << fmt(number_or_nan(r, "imbalance"), 2) << " |\n";
   if (!plan.contains("routers_at_answer")) return;
   md << "\n## Routers at the answer\n\n| router | meets | TTFT p99 ms | hit rate % | imbalance |\n| --- | --- | ---: | "
         "---: | ---: |\n";
@@ -139,8 +161,10 @@ void md_method(std::ostringstream& md, const ojson& plan) {
   for (const ojson& v : violations) md << "- " << v.get<std::string>() << "\n";
 }
 
-// "TTFT p99 12.3 ms, hit rate 45.67 % -> meets" (a split run: TPOT p99 too)
+// "TTFT p99 12.3 ms, hit rate 45.67 % -> meets" (a split run: TPOT p99 too);
+// "stopped after ... -> fails" for a run stopped early.
 std::string run_verdict(const ojson& r) {
+  if (r.contains("stopped")) return "stopped " + stopped_text(r) + " -> fails";
   const std::string tpot =
       r.contains("prefill_replicas") ? ", TPOT p99 " + fmt(number_or_nan(r, "tpot_p99_ms"), 1) + " ms" : "";
   return "TTFT p99 " + fmt(number_or_nan(r, "ttft_p99_ms"), 1) + " ms" + tpot + ", hit rate " +

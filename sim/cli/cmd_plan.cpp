@@ -35,6 +35,9 @@ po::options_description plan_flags() {
                                              "(default: the GPU catalog's cost_per_hour; without either, cost = number "
                                              "of GPUs)")
       ("threads", po::value<int>()->default_value(0), "runs at once: fleet shapes searched side by side, and a thread with no shape left runs the next counts of a doubling ahead (default: one per core)")
+      ("full-runs", "run every fleet to the end (default: a run stops once a latency term of the SLO can no longer "
+                    "hold, e.g. more than 1 % of the trace's requests already over a p99 bound; it fails either way, so "
+                    "the answer is the same, but that run's figures are not measured)")
       ("quiet", "print nothing on success");
   for (const PlanDimension* d : plan_dimensions()) {
     opts.add_options()(d->flag, po::value<std::string>(), d->help);
@@ -113,6 +116,7 @@ void search_options(const po::variables_map& vm, PlanOptions& o) {
   }
   make_router(o.base.router, RouterContext{});
   o.threads = resolve_threads(vm);
+  o.full_runs = vm.count("full-runs") > 0;
   if (vm.count("gpu-cost")) parse_gpu_costs(vm["gpu-cost"].as<std::string>(), o);
   // Extra dimensions: their values (default: 0 only) and prices.
   for (const PlanDimension* d : plan_dimensions()) {

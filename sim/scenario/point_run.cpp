@@ -14,16 +14,50 @@
 namespace prefixsim {
 namespace {
 
+// Thrown by the observer when the run's StopBound `which` can no longer
+// hold; run_engine_point catches it.
+struct StopRun {
+  size_t which;
+};
+
+// A StopBound of a run of at most `requests` counted requests, and how far
+// the run has gone towards settling it.
+struct StopCheck {
+  StopBound bound;
+  uint64_t stop_at = 0;     // a percentile: this many values over the limit settle it
+  double sum_limit_ms = 0;  // the mean: values adding up past this settle it
+  uint64_t above = 0;
+  double sum_ms = 0;
+};
+
+std::vector<StopCheck> stop_checks(const std::vector<StopBound>& bounds, uint64_t requests) {
+  std::vector<StopCheck> out;
+  for (const StopBound& b : bounds) {
+    StopCheck c;
+    c.bound = b;
+    // N - rank(q, N) + 1 values over the limit leave fewer than rank(q, N)
+    // at or below it; N - rank(q, N) grows with N, so fewer requests
+    // finishing (refused, shed) only makes it surer.
+    if (b.percentile > 0) c.stop_at = requests - nearest_rank_of(b.percentile, requests) + 1;
+    // The final mean is at least this sum over N; the margin covers the
+    // rounding of the summary's own sum.
+    else c.sum_limit_ms = b.limit_ms * static_cast<double>(requests) * (1 + 1e-6);
+    out.push_back(c);
+  }
+  return out;
+}
+
 // Collects a point's figures from one engine run. Warm-up requests
 // (--warmup) warm the caches and are left out of every figure, as replay's
 // collector leaves them out (sim/scenario/replay_collector.cpp).
 class PointObserver final : public EngineObserver {
  public:
-  PointObserver(int32_t block_size, std::vector<const BlockPool*> check)
-      : block_size_(block_size), check_(std::move(check)) {}
+  PointObserver(int32_t block_size, std::vector<const BlockPool*> check, std::vector<StopCheck> stops)
+      : block_size_(block_size), check_(std::move(check)), stops_(std::move(stops)) {}
   void on_request_finished(const RequestRecord& r) override {
     throw_if_interrupted();  // a run its caller abandoned ends here (plan's runs ahead)
     if (!counted.add(r)) return;
+    if (!stops_.empty()) check_stops(r);
     ++finished;
     prompt_tokens += static_cast<uint64_t>(r.prompt_tokens);
     hit_tokens += static_cast<uint64_t>(r.hit_tokens);
@@ -60,10 +94,36 @@ class PointObserver final : public EngineObserver {
   CountedRequests counted;
   TimeNs first_arrival = std::numeric_limits<TimeNs>::max(), last_finish = 0;
   std::vector<uint64_t> per_replica;  // finished requests
+  const std::vector<StopCheck>& stops() const { return stops_; }
 
  private:
+  // Each value as the accumulators above take it (seconds), in ms as their
+  // summary gives it, so a value over the limit here is one there.
+  void check_stops(const RequestRecord& r) {
+    for (size_t i = 0; i < stops_.size(); ++i) {
+      StopCheck& c = stops_[i];
+      double s = 0;
+      switch (c.bound.figure) {
+        case StopBound::Figure::kTtft: s = static_cast<double>(r.ttft()) / 1e9; break;
+        case StopBound::Figure::kQueue: s = static_cast<double>(r.queueing()) / 1e9; break;
+        case StopBound::Figure::kE2e: s = static_cast<double>(r.e2e()) / 1e9; break;
+        case StopBound::Figure::kTpot:
+          if (r.output_tokens <= 1) continue;  // no TPOT sample
+          s = r.tpot() / 1e9;
+          break;
+      }
+      const double ms = s * 1000.0;
+      if (c.bound.percentile > 0) {
+        if (ms > c.bound.limit_ms && ++c.above >= c.stop_at) throw StopRun{i};
+      } else if ((c.sum_ms += ms) > c.sum_limit_ms) {
+        throw StopRun{i};
+      }
+    }
+  }
+
   int32_t block_size_;
   std::vector<const BlockPool*> check_;  // by replica; empty: no checks
+  std::vector<StopCheck> stops_;
 };
 
 void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedScenario& resolved,
@@ -78,10 +138,24 @@ void run_engine_point(const PointInput& in, const Scenario& s, const ResolvedSce
   fleet.add_tiers(scenario_tiers(s, *resolved.model));
   std::vector<const BlockPool*> pools;
   for (const auto& r : fleet.replicas) pools.push_back(&r->pool);
-  PointObserver obs(ctx.block_size, s.check_invariants ? pools : std::vector<const BlockPool*>{});
+  // Stops need exact percentiles (a run of more requests folds them) and
+  // the count of requests the run could finish.
+  uint64_t counted_requests = 0;
+  for (const Request& q : *in.requests) counted_requests += q.warmup ? 0 : 1;
+  const bool stops = !in.stop_bounds.empty() && counted_requests > 0 &&
+                     counted_requests <= LatencyAccumulator::kExactLimit;
+  PointObserver obs(ctx.block_size, s.check_invariants ? pools : std::vector<const BlockPool*>{},
+                    stops ? stop_checks(in.stop_bounds, counted_requests) : std::vector<StopCheck>{});
   fleet.set_observer(&obs);
   VectorSource src(std::span<const Request>(*in.requests), in.format);  // shared by every point
-  const FleetResult fr = fleet.run(src);
+  FleetResult fr;
+  try {
+    fr = fleet.run(src);
+  } catch (const StopRun& stop) {
+    const StopCheck& c = obs.stops()[stop.which];
+    out.stopped = PointStopped{c.bound.text, obs.counted.finished, c.above, counted_requests};
+    return;
+  }
   const EngineResult res = obs.counted.counted(fr.total);  // warm-up requests left out
   CacheReplayResult& r = out.counts;
   r.requests = res.finished;

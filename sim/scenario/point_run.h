@@ -25,6 +25,22 @@
 
 namespace prefixsim {
 
+// A latency bound an engine-mode point may stop at, once no request still
+// to come can bring the figure back within it (plan's SLO terms: a fleet
+// that fails need not be run to the end to know it fails). Percentiles are
+// nearest-rank over the run's requests, warm-up left out (LatencySummary):
+// with N requests at most, the q-th percentile is above the limit once
+// N - rank(q, N) + 1 of them are, whatever the rest; the mean once the
+// values so far add up past limit x N. Values are compared in ms as the
+// summary gives them (seconds x 1000).
+struct StopBound {
+  enum class Figure { kTtft, kQueue, kE2e, kTpot };
+  Figure figure = Figure::kTtft;
+  double percentile = 99;  // 0: the mean
+  double limit_ms = 0;
+  std::string text;  // names it, "ttft_p99<=2s"
+};
+
 // The input every point of a run shares: the parsed requests (engine mode)
 // and the same trace prepared into block hashes (cache mode).
 struct PointInput {
@@ -34,6 +50,17 @@ struct PointInput {
   // Cache mode: count what each policy kept (RetentionProbe) into
   // PointResult::retention. compare reports it; it changes no decision.
   bool probe_retention = false;
+  // Engine mode: stop the run once one of these can no longer hold
+  // (PointResult::stopped); empty: run to the end.
+  std::vector<StopBound> stop_bounds = {};
+};
+
+// Where a point stopped at a StopBound: its figures are not measured.
+struct PointStopped {
+  std::string bound;        // the bound's text
+  uint64_t finished = 0;    // requests finished by then (warm-up left out)
+  uint64_t above = 0;       // of them over the limit (a bound on the mean: 0)
+  uint64_t requests = 0;    // the most the run could finish (N above)
 };
 
 struct PointResult {
@@ -58,6 +85,9 @@ struct PointResult {
   double requests_per_s = NAN, output_tokens_per_s = NAN;  // finished over first arrival .. last finish
   uint64_t preemptions = 0, steps = 0;
   double imbalance = NAN;   // a fleet's max / mean requests per replica
+  // Set when the run stopped at a StopBound: it fails that bound, and no
+  // figure above was measured (counts zero, latencies NaN).
+  std::optional<PointStopped> stopped;
   std::exception_ptr error;  // what the run threw, if it did (the caller rethrows)
 };
 

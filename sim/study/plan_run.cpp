@@ -128,6 +128,26 @@ Scenario aggregated(const Scenario& base) {
   return s;
 }
 
+// The SLO's latency terms as bounds a run may stop at (StopBound): every
+// term but the hit and refusal rates, which only the whole run settles.
+std::vector<StopBound> stop_bounds_of(const std::vector<SloTerm>& slo) {
+  struct Column {
+    const char* name;
+    StopBound::Figure figure;
+    double percentile;
+  };
+  static constexpr Column kColumns[] = {
+      {"ttft_mean_ms", StopBound::Figure::kTtft, 0}, {"ttft_p50_ms", StopBound::Figure::kTtft, 50},
+      {"ttft_p90_ms", StopBound::Figure::kTtft, 90}, {"ttft_p99_ms", StopBound::Figure::kTtft, 99},
+      {"queue_p99_ms", StopBound::Figure::kQueue, 99}, {"e2e_p99_ms", StopBound::Figure::kE2e, 99},
+      {"tpot_p50_ms", StopBound::Figure::kTpot, 50}, {"tpot_p99_ms", StopBound::Figure::kTpot, 99}};
+  std::vector<StopBound> out;
+  for (const SloTerm& t : slo)
+    for (const Column& c : kColumns)
+      if (t.at_most && t.metric == c.name) out.push_back({c.figure, c.percentile, t.limit, t.text});
+  return out;
+}
+
 std::map<std::string, double> figures_of(const ojson& row) {
   std::map<std::string, double> f;
   for (auto it = row.begin(); it != row.end(); ++it)
@@ -150,7 +170,7 @@ class Planner {
   void refuse_what_cannot_run() const;
   void check_memory() const;
   void read_trace();
-  ojson run_fleet(const Shape& shape, int64_t n, int64_t decode, const std::string& router);
+  ojson run_fleet(const Shape& shape, int64_t n, int64_t decode, const std::string& router, bool may_stop = true);
   ojson searched_row(size_t i, int64_t n);
   bool run_one_ahead(std::unique_lock<std::mutex>& lock);
   void search(size_t i);
@@ -165,6 +185,7 @@ class Planner {
 
   const PlanOptions& o_;
   const std::vector<const PlanDimension*> dims_ = plan_dimensions();
+  const std::vector<StopBound> stop_bounds_;  // what a search's run may stop at (none with --full-runs)
   const ResolvedScenario resolved0_;  // the base's: its GPU's price, its input
   double gpu_cost_ = 0;
   bool priced_ = false;
@@ -200,7 +221,11 @@ class Planner {
   std::exception_ptr error_;
 };
 
-Planner::Planner(const PlanOptions& o) : o_(o), resolved0_(resolve_scenario(o.base)), progress_(o.progress) {
+Planner::Planner(const PlanOptions& o)
+    : o_(o),
+      stop_bounds_(o.full_runs ? std::vector<StopBound>{} : stop_bounds_of(o.slo)),
+      resolved0_(resolve_scenario(o.base)),
+      progress_(o.progress) {
   const auto named = o.gpu_costs.find(resolved0_.gpu->name);
   gpu_cost_ = named != o.gpu_costs.end() ? named->second : o.gpu_cost.value_or(resolved0_.gpu->cost_per_hour);
   priced_ = gpu_cost_ > 0 || !o.gpu_costs.empty();
@@ -361,8 +386,10 @@ void Planner::read_trace() {
 
 // One run: the shape's fleet of n replicas (split: n prefill and `decode`
 // decode instances; a mix: n of the first group and `decode` of the second)
-// behind `router`, as plan.json's row.
-ojson Planner::run_fleet(const Shape& shape, int64_t n, int64_t decode, const std::string& router) {
+// behind `router`, as plan.json's row. With `may_stop`, it stops once an
+// SLO latency term can no longer hold: the row then fails, its figures
+// null, and "stopped" says where.
+ojson Planner::run_fleet(const Shape& shape, int64_t n, int64_t decode, const std::string& router, bool may_stop) {
   Scenario s = shape.scenario;
   if (shape.is_split()) {
     s.prefill_replicas = static_cast<int32_t>(n);
@@ -373,7 +400,8 @@ ojson Planner::run_fleet(const Shape& shape, int64_t n, int64_t decode, const st
     s.replicas = static_cast<int32_t>(n);
   }
   s.router = router;
-  const PointInput input{&requests_, nullptr, format_};
+  PointInput input{&requests_, nullptr, format_};
+  if (may_stop) input.stop_bounds = stop_bounds_;
   const PointResult r = run_point(input, s, shape.resolved, s.policy, ctx_, shape.sizing.num_blocks);
   if (r.error) std::rethrow_exception(r.error);
   ojson row;
@@ -408,7 +436,17 @@ ojson Planner::run_fleet(const Shape& shape, int64_t n, int64_t decode, const st
     const uint64_t served = r.counts.requests, refused = r.counts.refused_requests;
     row["refusal_rate"] = served + refused ? static_cast<double>(refused) / static_cast<double>(served + refused) : 0.0;
   }
-  row["meets"] = meets_slo(o_.slo, figures_of(row));
+  if (r.stopped) {  // not measured: only where it stopped is known
+    for (auto it = row.begin(); it != row.end(); ++it)
+      if (figures.contains(it.key()) && it.key() != "num_blocks" && it.key() != "capacity_tokens") it.value() = nullptr;
+    if (row.contains("ttft_parts_mean_ms")) row["ttft_parts_mean_ms"] = nullptr;
+    if (row.contains("refusal_rate")) row["refusal_rate"] = nullptr;
+    row["stopped"] = {{"bound", r.stopped->bound},
+                      {"finished_requests", r.stopped->finished},
+                      {"above_limit", r.stopped->above},
+                      {"requests", r.stopped->requests}};
+  }
+  row["meets"] = !r.stopped && meets_slo(o_.slo, figures_of(row));
   const std::lock_guard<std::mutex> lock(mu_);
   ++runs_done_;
   if (progress_.due())
@@ -583,9 +621,10 @@ std::vector<ojson> Planner::routers_at(const Shape& best) {
   parallel_for(o_.routers.size(), o_.threads, [&](size_t k) {
     try {
       const ojson* searched = o_.routers[k] == o_.base.router ? answer_row(best) : nullptr;
+      // Run to the end: the routers are compared on their figures.
       rows[k] = searched ? *searched
-                         : best.two_pools() ? run_fleet(best, best.split.prefill, best.split.decode, o_.routers[k])
-                                           : run_fleet(best, best.search.answer, 0, o_.routers[k]);
+                         : best.two_pools() ? run_fleet(best, best.split.prefill, best.split.decode, o_.routers[k], false)
+                                           : run_fleet(best, best.search.answer, 0, o_.routers[k], false);
     } catch (...) {
       keep_error();
     }

@@ -74,6 +74,11 @@ struct PlanOptions {
   std::vector<double> extra_costs;
   int threads = 1;                      // shapes searched at once
   bool progress = false;                // a progress line on stderr
+  // Run every fleet of the search to the end. Default: a run stops once a
+  // latency term of the SLO can no longer hold (StopBound, point_run.h): it
+  // fails either way, so the search, its runs and the answer are the same,
+  // but that run's figures are not measured (its row says where it stopped).
+  bool full_runs = false;
 };
 
 struct PlanResult {

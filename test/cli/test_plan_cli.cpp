@@ -1,6 +1,8 @@
 // `prefixsim plan` end to end: on a load one replica cannot serve within the
 // SLO, the answer meets it, one replica fewer does not, and each run is the
-// replay of that fleet; routers compared at the answer; bad --slo is exit 2.
+// replay of that fleet; a run stopped once the SLO could no longer hold
+// fails as it would have run to the end (--full-runs), and the plan is the
+// same; routers compared at the answer; bad --slo is exit 2.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -30,8 +32,42 @@ TEST_CASE("plan answers with the fewest replicas meeting the SLO, and its runs a
   CHECK(answer["run"]["ttft_p99_ms"].get<double>() <= 300);
   REQUIRE(answer["one_fewer"].is_object());
   CHECK(answer["one_fewer"]["meets"] == false);
-  CHECK(answer["one_fewer"]["ttft_p99_ms"].get<double>() > 300);
   CHECK(answer["margin"]["ttft_p99_ms"]["margin"].get<double>() >= 0);
+  // The same plan with every run measured to the end: the same search, runs
+  // and answer; a run stopped early fails there too, past its bound.
+  auto full = run_cli({"plan", trace, "--slo", "ttft_p99=300ms", "--tp", "1,2", "--max-replicas", "16",
+                       "--routers", "round-robin,least-loaded", "--full-runs", "--quiet", "--out", dir + "/full"});
+  REQUIRE(full.rc == 0);
+  const json all = json::parse(read_file(dir + "/full/plan.json"));
+  CHECK(all["answer"]["replicas"] == answer["replicas"]);
+  CHECK(all["answer"]["run"] == answer["run"]);
+  CHECK(all["shapes"] == plan["shapes"]);
+  REQUIRE(all["runs"].size() == plan["runs"].size());
+  size_t stopped = 0;
+  for (size_t i = 0; i < plan["runs"].size(); ++i) {
+    const json& quick = plan["runs"][i];
+    const json& whole = all["runs"][i];
+    INFO(quick.dump() << "\n" << whole.dump());
+    CHECK(quick["replicas"] == whole["replicas"]);
+    CHECK(quick["meets"] == whole["meets"]);
+    CHECK_FALSE(whole.contains("stopped"));
+    if (!quick.contains("stopped")) {
+      CHECK(quick == whole);
+      continue;
+    }
+    ++stopped;
+    CHECK(quick["meets"] == false);
+    CHECK(quick["ttft_p99_ms"].is_null());
+    CHECK(whole["ttft_p99_ms"].get<double>() > 300);
+    const json& st = quick["stopped"];
+    CHECK(st["bound"] == "ttft_p99=300ms");
+    CHECK(st["requests"] == 400);
+    CHECK(st["above_limit"].get<int>() == 400 - 396 + 1);  // 5 of at most 400 over: fewer than rank 396 within
+    CHECK(st["finished_requests"].get<int>() < 400);
+  }
+  CHECK(stopped > 0);
+  CHECK(r.out.find("stopped after") != std::string::npos);
+  CHECK(all["answer"]["one_fewer"]["ttft_p99_ms"].get<double>() > 300);
   // Cost without prices is GPUs; the cheapest shape wins.
   CHECK(answer["cost_unit"] == "GPUs");
   for (const json& s : plan["shapes"])
@@ -45,7 +81,7 @@ TEST_CASE("plan answers with the fewest replicas meeting the SLO, and its runs a
     INFO(rep.err);
     REQUIRE(rep.rc == 0);
     const json report = json::parse(read_file(out + "/report.json"));
-    const json& run = k == n ? answer["run"] : answer["one_fewer"];
+    const json& run = k == n ? answer["run"] : all["answer"]["one_fewer"];
     CHECK(report["latency_ms"]["ttft"]["p99"] == run["ttft_p99_ms"]);
     CHECK(report["prefix_cache"]["hit_rate"] == run["hit_rate"]);
   }

@@ -106,6 +106,38 @@ TEST_CASE("threads with no shape left run a doubling ahead, and plan.json stays 
   }
 }
 
+TEST_CASE("runs stopped at an SLO term that can no longer hold leave the plan's search, runs and answer as run in full",
+          "[plan]") {
+  // Every latency term plan can stop at, alone and with a hit-rate term
+  // (which never stops a run), met at some count, at none, or at one.
+  for (const std::string slo : {"ttft_p99=40ms", "ttft_p99=1ms", "ttft_mean=30ms", "ttft_p50=20ms,hit_rate>=0.05",
+                                "queue_p99=10ms", "e2e_p99=2s", "tpot_p50=20ms", "tpot_p99=1ms,ttft_p90=1000s"}) {
+    INFO(slo);
+    PlanOptions o = small_plan(slo, {1, 2});
+    o.full_runs = true;
+    const PlanResult full = run_plan(o);
+    o.full_runs = false;
+    const PlanResult quick = run_plan(o);
+    CHECK(quick.plan["answer"] == full.plan["answer"]);
+    CHECK(quick.plan["shapes"] == full.plan["shapes"]);
+    CHECK(quick.plan["monotonicity_violations"] == full.plan["monotonicity_violations"]);
+    const auto& qr = quick.plan["runs"];
+    const auto& fr = full.plan["runs"];
+    REQUIRE(qr.size() == fr.size());
+    for (size_t i = 0; i < qr.size(); ++i) {
+      INFO(qr[i].dump() << "\n" << fr[i].dump());
+      CHECK_FALSE(fr[i].contains("stopped"));
+      if (qr[i].contains("stopped")) {
+        CHECK(qr[i]["meets"] == false);
+        CHECK(fr[i]["meets"] == false);
+        CHECK(qr[i]["replicas"] == fr[i]["replicas"]);
+      } else {
+        CHECK(qr[i] == fr[i]);
+      }
+    }
+  }
+}
+
 TEST_CASE("a TP given that the model cannot take is refused before any run, naming --tp", "[plan]") {
   const PlanOptions o = small_plan("ttft_p99=2s", {1, 3});
   try {
