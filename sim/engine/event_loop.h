@@ -7,16 +7,16 @@
 //
 // Memory: one heap vector; no allocation per event beyond its growth.
 //
-// The front slot: an event scheduled to run before everything pending (a
-// replica's next step, scheduled at the instant its last one ended, is the
-// common case in a fleet) waits in one slot beside the heap instead of
-// being pushed and popped through it. Invariant: the front event, when there
-// is one, runs before every event in the heap, so pop() takes it first.
+// The queue is a FrontHeap (sim/base/front_heap.h): an event scheduled to
+// run before everything pending (a replica's next step, scheduled at the
+// instant its last one ended, is the common case in a fleet) waits in a slot
+// beside the heap instead of being pushed and popped through it.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "sim/base/front_heap.h"
 #include "sim/base/types.h"
 
 namespace prefixsim {
@@ -46,18 +46,22 @@ class EventLoop {
   bool pop(Event& out);
 
   // Pending events, cancelled ones included until they are popped.
-  size_t pending() const { return heap_.size() + (has_front_ ? 1 : 0); }
+  size_t pending() const { return queue_.size(); }
   uint64_t processed() const { return processed_; }
   uint64_t fingerprint() const { return fingerprint_; }
 
  private:
+  // Queue order: (time, priority, id); "later" comes after.
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      if (a.time != b.time) return a.time > b.time;
+      if (a.priority != b.priority) return a.priority > b.priority;
+      return a.id > b.id;
+    }
+  };
   bool take_cancelled(EventId id);
 
-  void push_heap(const Event& e);
-
-  std::vector<Event> heap_;
-  Event front_;            // valid when has_front_: runs before all of heap_
-  bool has_front_ = false;
+  FrontHeap<Event, Later> queue_;
   // Ids cancelled but not yet popped. Cancels are rare (a handful in flight),
   // so a linear scan beats any node-based set and never allocates per event.
   std::vector<EventId> cancelled_;

@@ -57,16 +57,19 @@ class PointObserver final : public EngineObserver {
   void on_request_finished(const RequestRecord& r) override {
     throw_if_interrupted();  // a run its caller abandoned ends here (plan's runs ahead)
     if (!counted.add(r)) return;
-    if (!stops_.empty()) check_stops(r);
+    // Seconds, by figure (StopBound::Figure); no TPOT with one output token.
+    const double secs[] = {static_cast<double>(r.ttft()) / 1e9, static_cast<double>(r.queueing()) / 1e9,
+                           static_cast<double>(r.e2e()) / 1e9, r.output_tokens > 1 ? r.tpot() / 1e9 : NAN};
+    if (!stops_.empty()) check_stops(secs);
     ++finished;
     prompt_tokens += static_cast<uint64_t>(r.prompt_tokens);
     hit_tokens += static_cast<uint64_t>(r.hit_tokens);
     if (per_replica.size() <= r.replica) per_replica.resize(r.replica + 1);
     ++per_replica[r.replica];
-    ttft.add(static_cast<double>(r.ttft()) / 1e9);
-    queue.add(static_cast<double>(r.queueing()) / 1e9);
-    e2e.add(static_cast<double>(r.e2e()) / 1e9);
-    if (r.output_tokens > 1) tpot.add(r.tpot() / 1e9);
+    ttft.add(secs[0]);
+    queue.add(secs[1]);
+    e2e.add(secs[2]);
+    if (r.output_tokens > 1) tpot.add(secs[3]);
     if (r.prefill_done >= 0) {  // a split request: its TTFT in parts (summed; a part that does not apply adds 0)
       ++split;
       part_queue += static_cast<double>(r.split_queue());
@@ -97,21 +100,13 @@ class PointObserver final : public EngineObserver {
   const std::vector<StopCheck>& stops() const { return stops_; }
 
  private:
-  // Each value as the accumulators above take it (seconds), in ms as their
-  // summary gives it, so a value over the limit here is one there.
-  void check_stops(const RequestRecord& r) {
+  // The values the accumulators above take (seconds), in ms as their
+  // summary gives them, so a value over the limit here is one there.
+  void check_stops(const double (&secs)[4]) {
     for (size_t i = 0; i < stops_.size(); ++i) {
       StopCheck& c = stops_[i];
-      double s = 0;
-      switch (c.bound.figure) {
-        case StopBound::Figure::kTtft: s = static_cast<double>(r.ttft()) / 1e9; break;
-        case StopBound::Figure::kQueue: s = static_cast<double>(r.queueing()) / 1e9; break;
-        case StopBound::Figure::kE2e: s = static_cast<double>(r.e2e()) / 1e9; break;
-        case StopBound::Figure::kTpot:
-          if (r.output_tokens <= 1) continue;  // no TPOT sample
-          s = r.tpot() / 1e9;
-          break;
-      }
+      const double s = secs[static_cast<size_t>(c.bound.figure)];
+      if (std::isnan(s)) continue;  // no sample of this figure
       const double ms = s * 1000.0;
       if (c.bound.percentile > 0) {
         if (ms > c.bound.limit_ms && ++c.above >= c.stop_at) throw StopRun{i};

@@ -34,7 +34,7 @@ namespace prefixsim {
 // values so far add up past limit x N. Values are compared in ms as the
 // summary gives them (seconds x 1000).
 struct StopBound {
-  enum class Figure { kTtft, kQueue, kE2e, kTpot };
+  enum class Figure { kTtft, kQueue, kE2e, kTpot };  // in this order: point_run.cpp indexes by it
   Figure figure = Figure::kTtft;
   double percentile = 99;  // 0: the mean
   double limit_ms = 0;
