@@ -128,26 +128,6 @@ Scenario aggregated(const Scenario& base) {
   return s;
 }
 
-// The SLO's latency terms as bounds a run may stop at (StopBound): every
-// term but the hit and refusal rates, which only the whole run settles.
-std::vector<StopBound> stop_bounds_of(const std::vector<SloTerm>& slo) {
-  struct Column {
-    const char* name;
-    StopBound::Figure figure;
-    double percentile;
-  };
-  static constexpr Column kColumns[] = {
-      {"ttft_mean_ms", StopBound::Figure::kTtft, 0}, {"ttft_p50_ms", StopBound::Figure::kTtft, 50},
-      {"ttft_p90_ms", StopBound::Figure::kTtft, 90}, {"ttft_p99_ms", StopBound::Figure::kTtft, 99},
-      {"queue_p99_ms", StopBound::Figure::kQueue, 99}, {"e2e_p99_ms", StopBound::Figure::kE2e, 99},
-      {"tpot_p50_ms", StopBound::Figure::kTpot, 50}, {"tpot_p99_ms", StopBound::Figure::kTpot, 99}};
-  std::vector<StopBound> out;
-  for (const SloTerm& t : slo)
-    for (const Column& c : kColumns)
-      if (t.at_most && t.metric == c.name) out.push_back({c.figure, c.percentile, t.limit, t.text});
-  return out;
-}
-
 std::map<std::string, double> figures_of(const ojson& row) {
   std::map<std::string, double> f;
   for (auto it = row.begin(); it != row.end(); ++it)

@@ -5,25 +5,30 @@
 #include <sstream>
 
 #include "reports/slo_bound.h"
+#include "sim/scenario/point_run.h"
 #include "sim/base/error.h"
 
 namespace prefixsim {
 namespace {
 
 enum class MetricKind { latency, hit_rate, refusal_rate };
+using Figure = StopBound::Figure;
 struct MetricInfo {
   const char* name;    // as written in --slo
   const char* column;  // the row's column (refusal_rate: plan's figures_of derives it)
   MetricKind kind;
+  // A latency: the figure and percentile a run may stop at (0: the mean).
+  Figure figure = Figure::kTtft;
+  double percentile = 0;
 };
-constexpr MetricInfo kMetrics[] = {{"ttft_mean", "ttft_mean_ms", MetricKind::latency},
-                                   {"ttft_p50", "ttft_p50_ms", MetricKind::latency},
-                                   {"ttft_p90", "ttft_p90_ms", MetricKind::latency},
-                                   {"ttft_p99", "ttft_p99_ms", MetricKind::latency},
-                                   {"queue_p99", "queue_p99_ms", MetricKind::latency},
-                                   {"e2e_p99", "e2e_p99_ms", MetricKind::latency},
-                                   {"tpot_p50", "tpot_p50_ms", MetricKind::latency},
-                                   {"tpot_p99", "tpot_p99_ms", MetricKind::latency},
+constexpr MetricInfo kMetrics[] = {{"ttft_mean", "ttft_mean_ms", MetricKind::latency, Figure::kTtft, 0},
+                                   {"ttft_p50", "ttft_p50_ms", MetricKind::latency, Figure::kTtft, 50},
+                                   {"ttft_p90", "ttft_p90_ms", MetricKind::latency, Figure::kTtft, 90},
+                                   {"ttft_p99", "ttft_p99_ms", MetricKind::latency, Figure::kTtft, 99},
+                                   {"queue_p99", "queue_p99_ms", MetricKind::latency, Figure::kQueue, 99},
+                                   {"e2e_p99", "e2e_p99_ms", MetricKind::latency, Figure::kE2e, 99},
+                                   {"tpot_p50", "tpot_p50_ms", MetricKind::latency, Figure::kTpot, 50},
+                                   {"tpot_p99", "tpot_p99_ms", MetricKind::latency, Figure::kTpot, 99},
                                    {"hit_rate", "hit_rate", MetricKind::hit_rate},
                                    {"block_hit_rate", "block_hit_rate", MetricKind::hit_rate},
                                    {"refusal_rate", "refusal_rate", MetricKind::refusal_rate}};
@@ -117,6 +122,14 @@ bool meets_slo(const std::vector<SloTerm>& slo, const std::map<std::string, doub
     if (it == figures.end() || !t.meets(it->second)) return false;
   }
   return true;
+}
+
+std::vector<StopBound> stop_bounds_of(const std::vector<SloTerm>& slo) {
+  std::vector<StopBound> out;
+  for (const SloTerm& t : slo)
+    for (const MetricInfo& m : kMetrics)
+      if (m.kind == MetricKind::latency && t.metric == m.column) out.push_back({m.figure, m.percentile, t.limit, t.text});
+  return out;
 }
 
 int64_t doubling_next(int64_t n, int64_t max_replicas) { return n < max_replicas ? std::min(max_replicas, n * 2) : 0; }

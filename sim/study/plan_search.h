@@ -25,6 +25,8 @@
 
 namespace prefixsim {
 
+struct StopBound;  // sim/scenario/point_run.h
+
 struct SloTerm {
   std::string text;    // as written, "ttft_p99<=2s"
   std::string metric;  // a sweep column: ttft_p99_ms, hit_rate, ...
@@ -43,6 +45,11 @@ std::vector<SloTerm> parse_slo(const std::string& text);
 
 // One run's verdict, from its figures (a sweep row: column -> value).
 bool meets_slo(const std::vector<SloTerm>& slo, const std::map<std::string, double>& figures);
+
+// The SLO's latency terms as bounds a run may stop at (sim/scenario/
+// point_run.h): every term but the hit and refusal rates, which only the
+// whole run settles.
+std::vector<StopBound> stop_bounds_of(const std::vector<SloTerm>& slo);
 
 struct SearchStep {
   int64_t replicas = 0;
