@@ -288,6 +288,30 @@ if (S.hit_with_tiers_pct) {
 }
 )JS";
 
+// The real backend's modeled-against-measured steps (--shadow), added only
+// when the run has them: a point per step, the diagonal where the model is
+// exact; log axes when the steps span more than 50x.
+constexpr const char* kShadowCharts = R"JS(
+if (D.shadow && D.shadow.points.length) {
+  var pts = D.shadow.points.map(function (p) { return {x: p[0], y: p[1]}; });
+  var lo = Infinity, hi = 0;
+  pts.forEach(function (p) { lo = Math.min(lo, p.x, p.y); hi = Math.max(hi, p.x, p.y); });
+  var log = lo > 0 && hi / lo > 50, axis = log ? {type: 'logarithmic'} : {type: 'linear', min: 0};
+  charts.push(new Chart(document.getElementById('chart-shadow'), {
+    type: 'scatter',
+    data: {datasets: [
+      {label: 'steps (' + D.shadow.points.length + ' of ' + D.shadow.steps + ')', data: pts, pointRadius: 2,
+       borderColor: COLORS[0], backgroundColor: COLORS[0]},
+      {label: 'modeled = measured', type: 'line', data: [{x: log ? lo : 0, y: log ? lo : 0}, {x: hi, y: hi}],
+       pointRadius: 0, borderColor: COLORS[1], backgroundColor: COLORS[1], borderDash: [6, 4]}
+    ]},
+    options: {parsing: false,
+              scales: {x: Object.assign({title: {display: true, text: 'measured step time (ms)'}}, axis),
+                       y: Object.assign({title: {display: true, text: 'modeled step time (ms)'}}, axis)}}
+  }));
+}
+)JS";
+
 // A curve per policy against capacity; past the palette's 20 colours the
 // curves are dashed, so no two of up to 40 look the same.
 constexpr const char* kCompareCharts = R"JS(
@@ -487,6 +511,59 @@ std::string disagg_section(const DisaggReport& d) {
 }
 }  // namespace
 
+namespace {
+// The real backend mode (replay --backend): what ran, the caching check and,
+// with --shadow, the cost model against the measured steps (a chart and the
+// worst steps; report.json has the same figures).
+std::string backend_section(const BackendReport& b, json& data) {
+  std::string out = "<h2>Real backend</h2>\n<p class=\"sub\">Every step's batch ran on a random-weight " +
+                    html_escape(b.shape) + " (" + std::to_string(b.layers) + " layers, hidden " +
+                    std::to_string(b.hidden) + ") on the " + html_escape(b.kind) + ": " + std::to_string(b.steps) +
+                    " steps, " + std::to_string(b.tokens) + " tokens; the clock came from the " +
+                    (b.measured_time ? "measured forward" : "cost model") + ".</p>\n";
+  if (b.check) {
+    const BackendReport::Check& c = *b.check;
+    out += "<table><tr><th>caching check</th><th>requests recomputed</th><th>hidden states compared</th>"
+           "<th>max relative error</th><th>tolerance</th></tr>\n<tr><td>" +
+           (c.failure.empty() ? std::string("passed") : "<b>FAILED</b>: " + html_escape(c.failure)) + "</td><td>" +
+           std::to_string(c.requests) + "</td><td>" + std::to_string(c.rows) + "</td><td>" +
+           num("%.3g", c.max_rel_error) + "</td><td>" + num("%.3g", c.tolerance) + "</td></tr>\n</table>\n";
+  }
+  if (b.tiers)
+    out += "<p class=\"sub\">KV tiers mirrored: " + std::to_string(b.tiers->stores) + " blocks stored, " +
+           std::to_string(b.tiers->loads) + " loaded back into GPU blocks, " + std::to_string(b.tiers->missing) +
+           " loaded without KV.</p>\n";
+  if (!b.shadow) return out;
+  const BackendReport::Shadow& sh = *b.shadow;
+  out += "<h2>Cost model against the measured steps</h2>\n<p class=\"sub\">Each step priced by the cost model "
+         "beside the time the " + html_escape(b.kind) + " took; error = (modeled - measured) / measured.</p>\n"
+         "<table><tr><th>steps timed</th><th>MAPE</th><th>bias</th><th>|error| p50 / p90</th>"
+         "<th>summed modeled / measured</th><th>TTFT p50, measured clock / cost model</th>"
+         "<th>TTFT p99, measured clock / cost model</th></tr>\n<tr><td>" +
+         std::to_string(sh.steps) + "</td><td>" + num("%.1f %%", sh.mape) + "</td><td>" + num("%+.1f %%", sh.bias) +
+         "</td><td>" + num("%.1f %%", sh.p50_abs_error) + " / " + num("%.1f %%", sh.p90_abs_error) + "</td><td>" +
+         num("%.1f ms", sh.modeled_ms) + " / " + num("%.1f ms", sh.measured_ms) + "</td><td>" +
+         num("%.1f ms", sh.ttft_measured_p50) + " / " + num("%.1f ms", sh.ttft_modeled_p50) + "</td><td>" +
+         num("%.1f ms", sh.ttft_measured_p99) + " / " + num("%.1f ms", sh.ttft_modeled_p99) +
+         "</td></tr>\n</table>\n<div class=\"chart\"><canvas id=\"chart-shadow\"></canvas></div>\n";
+  if (!sh.worst.empty()) {
+    out += "<table><tr><th>worst steps: replica</th><th>step</th><th>sequences</th><th>new tokens</th>"
+           "<th>context tokens</th><th>modeled</th><th>measured</th><th>error</th></tr>\n";
+    for (const BackendStepReport& w : sh.worst)
+      out += "<tr><td>" + std::to_string(w.replica) + "</td><td>" + std::to_string(w.step) + "</td><td>" +
+             std::to_string(w.seqs) + "</td><td>" + std::to_string(w.new_tokens) + "</td><td>" +
+             std::to_string(w.context_tokens) + "</td><td>" + num("%.3f ms", w.modeled_ms) + "</td><td>" +
+             num("%.3f ms", w.measured_ms) + "</td><td>" +
+             num("%+.1f %%", 100 * (w.modeled_ms - w.measured_ms) / w.measured_ms) + "</td></tr>\n";
+    out += "</table>\n";
+  }
+  json points = json::array();
+  for (const BackendStepReport& p : sh.points) points.push_back(json::array({p.measured_ms, p.modeled_ms}));
+  data["shadow"] = json{{"steps", sh.steps}, {"points", points}};
+  return out;
+}
+}  // namespace
+
 std::string render_report_html(const RunReport& r) {
   std::string out = page_head("prefixsim report");
   const std::string trace = r.trace.path.empty() ? "built-in workload" : r.trace.path;
@@ -553,6 +630,7 @@ std::string render_report_html(const RunReport& r) {
   }
   if (r.disagg) out += disagg_section(*r.disagg);
   if (!r.groups.empty()) out += groups_section(r.groups);
+  if (r.backend) out += backend_section(*r.backend, data);
   if (!r.tiers.empty()) {
     out += "<h2>Hit rate by tier over time</h2>\n<p class=\"sub\">GPU + tiers: " +
            num("%.2f", 100.0 * r.prefix_cache.hit_rate_with_tiers) + " % (GPU alone " +
@@ -587,6 +665,7 @@ std::string render_report_html(const RunReport& r) {
   std::string charts = kRunCharts;
   if (!r.replicas.empty()) charts += kFleetCharts;
   if (!r.tiers.empty()) charts += kTierCharts;
+  if (r.backend && r.backend->shadow) charts += kShadowCharts;
   out += page_tail(data, charts);
   return out;
 }

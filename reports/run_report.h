@@ -301,6 +301,9 @@ struct BackendReport {
     double modeled_ms = 0, measured_ms = 0;  // summed
     double p50_abs_error = 0, p90_abs_error = 0;  // of |modeled - measured| / measured, %
     std::vector<BackendStepReport> worst;  // largest |error| first
+    // report.html's chart: every timed step, or kMaxShadowPoints of them
+    // evenly spaced (reports/backend_shadow.h); not in report.json.
+    std::vector<BackendStepReport> points;
     // TTFT of this (measured-clock) run and of the same scenario replayed
     // with the cost model alone, ms.
     double ttft_measured_p50 = 0, ttft_measured_p99 = 0, ttft_modeled_p50 = 0, ttft_modeled_p99 = 0;

@@ -1,8 +1,6 @@
 #include "sim/cli/backend_mode.h"
 
-#include <algorithm>
-#include <cmath>
-
+#include "reports/backend_shadow.h"
 #include "sim/base/error.h"
 #include "sim/scenario/point_run.h"
 #ifdef PREFIXSIM_WITH_CUDA
@@ -102,35 +100,11 @@ BackendStepReport step_report(const gpu::ShadowStep& s) {
   return {s.replica, s.step, s.seqs, s.new_tokens, s.context_tokens, s.modeled_ms, s.measured_ms};
 }
 
-double rel_error(const gpu::ShadowStep& s) { return (s.modeled_ms - s.measured_ms) / s.measured_ms; }
-
 BackendReport::Shadow shadow_summary(const std::vector<gpu::ShadowStep>& steps) {
-  BackendReport::Shadow r;
-  std::vector<const gpu::ShadowStep*> timed;
-  for (const gpu::ShadowStep& s : steps) {
-    r.modeled_ms += s.modeled_ms;
-    r.measured_ms += s.measured_ms;
-    if (s.measured_ms > 0) timed.push_back(&s);
-  }
-  r.steps = timed.size();
-  if (timed.empty()) return r;
-  std::vector<double> abs_err;
-  for (const gpu::ShadowStep* s : timed) {
-    const double e = rel_error(*s);
-    r.bias += e;
-    abs_err.push_back(std::fabs(e));
-  }
-  r.bias = 100 * r.bias / static_cast<double>(timed.size());
-  const LatencySummary a = summarize(abs_err);  // nearest-rank percentiles, as every report's
-  r.mape = 100 * a.mean;
-  r.p50_abs_error = 100 * a.p50;
-  r.p90_abs_error = 100 * a.p90;
-  // Largest |error| first; ties by (replica, step), so the order is fixed.
-  std::stable_sort(timed.begin(), timed.end(), [](const gpu::ShadowStep* a, const gpu::ShadowStep* b) {
-    return std::fabs(rel_error(*a)) > std::fabs(rel_error(*b));
-  });
-  for (size_t i = 0; i < timed.size() && i < 10; ++i) r.worst.push_back(step_report(*timed[i]));
-  return r;
+  std::vector<BackendStepReport> rows;
+  rows.reserve(steps.size());
+  for (const gpu::ShadowStep& s : steps) rows.push_back(step_report(s));
+  return summarize_shadow(rows);
 }
 }  // namespace
 

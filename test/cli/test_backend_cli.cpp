@@ -30,6 +30,13 @@ json checked_replay(const std::string& name, std::vector<std::string> args) {
   CHECK(b["steps"].get<uint64_t>() > 0);
   CHECK(b["check"]["passed"] == true);
   CHECK(b["check"]["max_rel_error"].get<double>() <= 1e-4);
+  // report.html says what ran and that the check passed (no shadow chart: nothing was measured).
+  const std::string html = read_file(dir + "/report.html");
+  CHECK(html.find("<h2>Real backend</h2>") != std::string::npos);
+  CHECK(html.find("random-weight tiny") != std::string::npos);
+  CHECK(html.find("<tr><td>passed</td><td>" + std::to_string(b["check"]["requests"].get<int64_t>()) + "</td>") !=
+        std::string::npos);
+  CHECK(html.find("chart-shadow") == std::string::npos);
   return rep;
 }
 

@@ -238,4 +238,75 @@ TEST_CASE("A tier's eviction drops its copy: loading the block afterwards fails 
   CHECK_FALSE(rig.backend->check().failure.empty());
 }
 
+
+// The CPU runner behind a face that says each forward took 2 ms + 0.5 ms per
+// new token: a GPU runner's measured time, made up and exact.
+class MeasuringRunner final : public ModelRunner {
+ public:
+  explicit MeasuringRunner(std::unique_ptr<ModelRunner> inner) : inner_(std::move(inner)) {}
+  double forward(const PagedBatch& pb, const std::vector<uint64_t>& tags, uint64_t input_seed,
+                 const std::vector<int64_t>& rows, std::vector<float>& out) override {
+    inner_->forward(pb, tags, input_seed, rows, out);
+    return 2.0 + 0.5 * static_cast<double>(pb.num_tokens());
+  }
+  void read_block(int64_t b, std::vector<float>& out) override { inner_->read_block(b, out); }
+  void write_block(int64_t b, const std::vector<float>& in) override { inner_->write_block(b, in); }
+
+ private:
+  std::unique_ptr<ModelRunner> inner_;
+};
+
+// Prices a step at 0.3 ms of host time and 1 ms + 0.1 ms per new token on the device.
+class SplitExecutor final : public Executor {
+ public:
+  TimeNs step_time(const Batch& b) override {
+    const StepCost c = step_cost(b);
+    return c.host + c.device;
+  }
+  StepCost step_cost(const Batch& b) override { return {300'000, 1'000'000 + 100'000 * b.total_new_tokens()}; }
+};
+
+TEST_CASE("With --shadow each step keeps the cost model's device time beside the measured one, and only the "
+          "measured one drives the clock when asked",
+          "[gpu][backend][shadow]") {
+  for (const bool measured_clock : {true, false}) {
+    INFO("measured clock: " << measured_clock);
+    BackendConfig cfg;
+    cfg.shape = *find_model_shape("tiny");
+    cfg.shadow = true;
+    cfg.measured_time = measured_clock;
+    Backend backend(cfg, [](const ModelShape& s, int64_t blocks, int32_t bs, uint64_t seed) -> std::unique_ptr<ModelRunner> {
+      return std::make_unique<MeasuringRunner>(make_cpu_runner(s, blocks, bs, seed));
+    });
+    BlockPool pool(16, true, make_policy("lru"));
+    SplitExecutor modeled;
+    const std::unique_ptr<Executor> exec = backend.wrap(modeled, pool, 16, 3);
+    RequestOutputTokens tokens;
+    const Request a = prompt("A", iota_tokens(20, 7));
+    // A prefill of 20 tokens, then two decode steps.
+    const std::vector<Step> steps = {{&a, 0, 20, {1, 2}}, {&a, 20, 1, {1, 2}}, {&a, 21, 1, {1, 2}}};
+    for (const Step& s : steps) {
+      Batch b;
+      b.seqs.push_back({s.fresh, s.computed, s.table});
+      b.origins.push_back({s.r, tokens.prepare(*s.r)});
+      const StepCost c = exec->step_cost(b);  // runs the step once
+      CHECK(c.host == 300'000);
+      const double n = static_cast<double>(s.fresh);
+      CHECK(c.device == (measured_clock ? std::llround((2.0 + 0.5 * n) * 1e6) : 1'000'000 + 100'000 * s.fresh));
+    }
+    const std::vector<ShadowStep>& sh = backend.stats().shadow;
+    REQUIRE(sh.size() == 3);
+    for (size_t i = 0; i < sh.size(); ++i) {
+      const double n = static_cast<double>(steps[i].fresh);
+      CHECK(sh[i].replica == 3);
+      CHECK(sh[i].step == i + 1);
+      CHECK(sh[i].seqs == 1);
+      CHECK(sh[i].new_tokens == steps[i].fresh);
+      CHECK(sh[i].context_tokens == steps[i].computed);
+      CHECK(sh[i].modeled_ms == Approx(1.0 + 0.1 * n));
+      CHECK(sh[i].measured_ms == Approx(2.0 + 0.5 * n));
+    }
+    CHECK(backend.stats().measured_ms == Approx(2.0 + 0.5 * 20 + 2 * 2.5));
+  }
+}
 }  // namespace test_backend

@@ -1,5 +1,7 @@
 #include "test/reports/sample_report.h"
 
+#include "reports/backend_shadow.h"
+
 namespace prefixsim::test {
 
 RunReport sample_run_report(bool engine) {
@@ -57,6 +59,41 @@ RunReport sample_run_report(bool engine) {
   }
   r.series[3].queried_tokens = 0;  // an interval with nothing admitted: hit rate n/a
   r.series[3].hit_tokens = 0;
+  return r;
+}
+
+RunReport sample_gpu_shadow_report() {
+  RunReport r = sample_run_report(true);
+  BackendReport b;
+  b.kind = "gpu";
+  b.shape = "llama-3.1-8b";
+  b.layers = 32;
+  b.hidden = 4096;
+  b.measured_time = true;
+  b.steps = 3000;
+  b.tokens = 41000;
+  b.check = BackendReport::Check{20, 20, 412, 1e-4, 3.2e-6, ""};
+  std::vector<BackendStepReport> steps;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    BackendStepReport s;
+    s.replica = static_cast<uint32_t>(i % 2);
+    s.step = i / 2 + 1;
+    s.seqs = 1 + static_cast<int64_t>(i % 7);
+    s.new_tokens = i % 97 == 0 ? 2048 : s.seqs;
+    s.context_tokens = 1000 + static_cast<int64_t>(i);
+    s.measured_ms = i % 97 == 0 ? 180.0 : 6.0 + 0.25 * static_cast<double>(i % 40);
+    s.modeled_ms = s.measured_ms * (0.85 + 0.003 * static_cast<double>(i % 100));  // -15 % .. +14.7 %
+    steps.push_back(s);
+  }
+  b.measured_ms = 0;
+  for (const BackendStepReport& s : steps) b.measured_ms += s.measured_ms;
+  BackendReport::Shadow sh = summarize_shadow(steps);
+  sh.ttft_measured_p50 = 41.5;
+  sh.ttft_measured_p99 = 390.25;
+  sh.ttft_modeled_p50 = 38.0;
+  sh.ttft_modeled_p99 = 351.5;
+  b.shadow = sh;
+  r.backend = b;
   return r;
 }
 

@@ -155,6 +155,21 @@ TEST_CASE("report.html draws its charts in headless Chromium without errors", "[
   fs::remove_all(work);
 }
 
+TEST_CASE("report.html of a GPU run with --shadow draws the cost model against the measured steps",
+          "[reports][html][browser][shadow]") {
+  if (!fs::exists(kChromium)) PREFIXSIM_SKIP(kChromium << " is absent (apt-get install chromium)");
+  const std::string work = test::temp_dir("html-browser-shadow");
+  // No GPU here: the report a GPU replay would give (sample_report.h).
+  const RenderStatus s = render(work, "shadow", render_report_html(test::sample_gpu_shadow_report()));
+  INFO("page errors: " << s.errors);
+  CHECK(s.attrs.at("done") == "yes");
+  CHECK(s.get("charts") == 4);  // the run's three and the shadow's
+  CHECK(s.get("drawn") == 4);
+  CHECK(s.get("points") > 2000);
+  CHECK(s.get("errors") == 0);
+  fs::remove_all(work);
+}
+
 TEST_CASE("the page self-check reports script errors (the browser test can fail)", "[reports][html][browser]") {
   if (!fs::exists(kChromium)) PREFIXSIM_SKIP(kChromium << " is absent (apt-get install chromium)");
   const std::string work = test::temp_dir("html-browser-broken");

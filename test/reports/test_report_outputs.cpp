@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "reports/backend_shadow.h"
 #include "reports/outputs.h"
 #include "test/reports/sample_report.h"
 #include "test/support.h"
@@ -279,4 +280,51 @@ TEST_CASE("the saturation line appears only when the drain ratio says the server
   CHECK(l.served_requests_per_s == Approx(1000 / 290.0));
   CHECK(l.saturation_line().rfind("saturated: arrivals exceed service by 2.9 x", 0) == 0);
   CHECK(l.saturation_line().find("about 3 replicas would be needed") != std::string::npos);
+}
+
+TEST_CASE("report.html shows the real backend's check and, with --shadow, the cost model against the measured "
+          "steps: figures, a chart of at most 2,000 steps and the worst steps",
+          "[reports][html][shadow]") {
+  const RunReport r = test::sample_gpu_shadow_report();
+  const std::string html = render_report_html(r);
+  CHECK(html.find("<h2>Real backend</h2>") != std::string::npos);
+  CHECK(html.find("random-weight llama-3.1-8b (32 layers, hidden 4096) on the gpu: 3000 steps") != std::string::npos);
+  CHECK(html.find("the clock came from the measured forward") != std::string::npos);
+  CHECK(html.find("<tr><td>passed</td><td>20</td><td>412</td>") != std::string::npos);
+  CHECK(html.find("<h2>Cost model against the measured steps</h2>") != std::string::npos);
+  CHECK(html.find("<canvas id=\"chart-shadow\">") != std::string::npos);
+  const BackendReport::Shadow& sh = *r.backend->shadow;
+  char mape[32];
+  std::snprintf(mape, sizeof mape, "%.1f %%", sh.mape);
+  CHECK(html.find("<td>" + std::to_string(sh.steps) + "</td><td>" + mape + "</td>") != std::string::npos);
+  CHECK(html.find("41.5 ms / 38.0 ms") != std::string::npos);    // TTFT p50: measured clock / cost model
+  CHECK(html.find("390.2 ms / 351.5 ms") != std::string::npos);  // p99
+  // The worst steps, largest |error| first: -15.0 % (every 100th step from 0).
+  CHECK(html.find("<th>worst steps: replica</th>") != std::string::npos);
+  CHECK(html.find("<td>-15.0 %</td></tr>") != std::string::npos);
+  // The chart's data: 2,000 of the 3,000 steps, as [measured, modeled].
+  const std::string tag = "<script type=\"application/json\" id=\"report-data\">";
+  const size_t at = html.find(tag) + tag.size();
+  const nlohmann::json data = nlohmann::json::parse(html.substr(at, html.find("</script>", at) - at));
+  REQUIRE(data.contains("shadow"));
+  CHECK(data["shadow"]["steps"] == 3000);
+  REQUIRE(data["shadow"]["points"].size() == kMaxShadowPoints);
+  CHECK(data["shadow"]["points"][0][0] == 180.0);  // step 0: the first prefill
+  CHECK(html == render_report_html(r));
+
+  // Without a backend, none of it: the page is the plain run's.
+  const std::string plain = render_report_html(test::sample_run_report());
+  CHECK(plain.find("Real backend") == std::string::npos);
+  CHECK(plain.find("chart-shadow") == std::string::npos);
+  // A CPU backend without --shadow: the section and its check, no chart.
+  RunReport cpu = test::sample_run_report();
+  cpu.backend = r.backend;
+  cpu.backend->kind = "cpu";
+  cpu.backend->measured_time = false;
+  cpu.backend->shadow.reset();
+  const std::string c = render_report_html(cpu);
+  CHECK(c.find("on the cpu: 3000 steps") != std::string::npos);
+  CHECK(c.find("the clock came from the cost model") != std::string::npos);
+  CHECK(c.find("chart-shadow") == std::string::npos);
+  CHECK(c.find("D.shadow") == std::string::npos);
 }
