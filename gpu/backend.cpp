@@ -42,6 +42,7 @@ class BackendExecutor final : public Executor {
       }
       s.modeled_ms = static_cast<double>(modeled.device) / 1e6;
       s.measured_ms = measured_ms;
+      s.shape = summarize(batch);
       owner_.stats_.shadow.push_back(s);
     }
     if (!owner_.cfg_.measured_time) return modeled;
@@ -283,6 +284,26 @@ void Backend::admit_sample(const Request& r, uint64_t key, uint32_t replica) {
 Backend::Sample* Backend::find_sample(const Request& r, uint64_t key) {
   auto it = samples_.find(key);
   return it != samples_.end() && it->second.id == r.id ? &it->second : nullptr;
+}
+
+std::string Backend::shadow_samples_text(int32_t block_size, const std::string& date, const std::string& source) const {
+  SamplesHeader h;
+  if (!shape_catalog_model(cfg_.shape, h.model, h.tp))
+    throw InputError("--shadow-samples: shape " + cfg_.shape.name + " is no catalog model's, so its samples could " +
+                     "not calibrate one (use --backend-shape llama-3.1-8b or llama-3.1-70b-tp4)");
+  h.gpu_name = cfg_.device.name;
+  h.sm_count = cfg_.device.sm_count;
+  h.cuda = cfg_.device.cuda;
+  h.block_size = block_size;
+  h.date = date;
+  // One shard timed alone (shards_timed 1, the default): `calibrate` adds the all-reduce.
+  h.runner = "prefixsim replay --backend " + cfg_.kind + " --shadow: random-weight " + cfg_.shape.name +
+             " forward of each step as the replay scheduled it (no CUDA graphs, no lm_head or sampling), device " +
+             "time of that one run, no L2 flush; " + source;
+  std::string out = samples_header_text(h);
+  for (const ShadowStep& s : stats_.shadow)
+    if (s.measured_ms > 0) out += sample_row_text(to_string(step_kind_of(s.shape)), s.shape, s.measured_ms);
+  return out;
 }
 
 BackendCheckResult Backend::check() {

@@ -39,6 +39,8 @@
 
 #include "gpu/model_runner.h"
 #include "gpu/model_shape.h"
+#include "sim/cost/calibration_samples.h"
+#include "sim/cost/cost_model.h"
 #include "sim/engine/batch.h"
 #include "sim/engine/scheduler.h"
 #include "sim/kv/block_pool.h"
@@ -54,6 +56,12 @@ struct BackendConfig {
   bool measured_time = false;  // the runner's measured device time drives the clock
   bool shadow = false;         // keep the cost model's price of every step beside the measured one
   double tolerance = 1e-4;     // relative L2 error allowed by the check
+  // The GPU the runner runs on (kind "gpu"), for the calibration samples'
+  // header (shadow_samples_text).
+  struct Device {
+    std::string name, cuda;
+    int sm_count = 0;
+  } device;
 };
 
 // One executed step, kept for the shadow report.
@@ -63,6 +71,7 @@ struct ShadowStep {
   int64_t seqs = 0, new_tokens = 0, context_tokens = 0;
   double modeled_ms = 0;   // the cost model's device time
   double measured_ms = 0;  // the runner's
+  BatchSummary shape;      // N, S, A, K as the cost model reads them (a calibration sample's columns)
 };
 
 struct BackendStats {
@@ -111,6 +120,12 @@ class Backend final : public TierObserver {
 
   const BackendConfig& config() const { return cfg_; }
   const BackendStats& stats() const { return stats_; }
+  // After a run with `shadow`: every measured step as calibration samples
+  // (sim/cost/calibration_samples.h), for `prefixsim gpu calibrate
+  // --samples` and `gpu validate`: the header from the device and the shape's
+  // catalog model, `date` (ISO 8601) and what ran (`source`: the trace or
+  // workload). InputError for a shape of no catalog model.
+  std::string shadow_samples_text(int32_t block_size, const std::string& date, const std::string& source) const;
 
  private:
   friend class BackendExecutor;

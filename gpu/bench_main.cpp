@@ -25,6 +25,7 @@
 #include "gpu/calibration_grid.h"
 #include "gpu/cuda_api.h"
 #include "sim/base/error.h"
+#include "sim/cost/calibration_samples.h"
 #include "sim/cost/steps_file.h"
 
 using namespace prefixsim;
@@ -78,33 +79,30 @@ int calibrate(const ModelShape& s, int32_t bs, int reps, const cuda::DeviceInfo&
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  SamplesHeader h;
+  h.gpu_name = dev.name;
+  h.sm_count = dev.sm_count;
+  h.sm_clock_mhz = host.sm_clock_mhz;
+  h.mem_clock_mhz = host.mem_clock_mhz;
+  h.driver = host.driver;
+  h.cuda = dev.cuda;
+  if (!shape_catalog_model(s, h.model, h.tp)) h.model = s.name;  // refused by `gpu calibrate`, as before
+  h.block_size = bs;
+  h.date = date;
+  h.runner = std::string("prefixsim-gpu-bench --calibrate: random-weight ") + s.name + " forward (cuBLASLt GEMMs, " +
+             cuda::attn_kernel_name(cuda::kDefaultAttnKernel) + " paged attention, no CUDA graphs, no lm_head or " +
+             "sampling), device time, median of " + std::to_string(reps) + ", L2 flushed; " + what;
   const std::string tmp = path + ".tmp";
   std::ofstream out(tmp);
-  out << "# prefixsim.calibration-samples/1\n"
-      << "# gpu.name: " << dev.name << "\n"
-      << "# gpu.sm_count: " << dev.sm_count << "\n"
-      << "# gpu.sm_clock_mhz: " << host.sm_clock_mhz << "\n"
-      << "# gpu.mem_clock_mhz: " << host.mem_clock_mhz << "\n"
-      << "# gpu.driver: " << host.driver << "\n"
-      << "# gpu.cuda: " << dev.cuda << "\n"
-      << "# model: " << (s.name == "llama-3.1-70b-tp4" ? "llama-3.1-70b" : s.name) << "\n"
-      << "# tp: " << (s.name == "llama-3.1-70b-tp4" ? 4 : 1) << "\n"
-      << "# block_size: " << bs << "\n"
-      << "# date: " << date << "\n"
-      << "# runner: prefixsim-gpu-bench --calibrate: random-weight " << s.name << " forward (cuBLASLt GEMMs, "
-      << cuda::attn_kernel_name(cuda::kDefaultAttnKernel) << " paged attention, no CUDA graphs, no lm_head or "
-      << "sampling), device time, median of " << reps << ", L2 flushed; " << what << "\n"
-      << "kind,seqs,new_tokens,attn_units,context_tokens,ms\n";
+  out << samples_header_text(h);
   for (const CalibrationStep& step : grid) {
     std::vector<std::vector<BlockId>> tables;
     const PagedBatch pb = calibration_batch(step, bs, num_blocks, tables);
     const double ms = m.time_forward_ms(pb, reps);
     const BatchSummary b = step.summary();
-    char row[160];
-    std::snprintf(row, sizeof row, "%s,%lld,%lld,%.1f,%.0f,%.4f\n", step.kind.c_str(), static_cast<long long>(b.seqs),
-                  static_cast<long long>(b.new_tokens), b.attn_units, b.context_tokens, ms);
+    const std::string row = sample_row_text(step.kind, b, ms);
     out << row;
-    std::fputs(row, stdout);
+    std::fputs(row.c_str(), stdout);
   }
   out.close();
   if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {

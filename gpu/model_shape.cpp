@@ -33,6 +33,19 @@ const std::vector<ModelShape>& shapes() {
 }
 }  // namespace
 
+bool shape_catalog_model(const ModelShape& s, std::string& model, int& tp) {
+  if (s.name == "llama-3.1-8b") {
+    model = "llama-3.1-8b";
+    tp = 1;
+  } else if (s.name == "llama-3.1-70b-tp4") {
+    model = "llama-3.1-70b";
+    tp = 4;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 const ModelShape* find_model_shape(std::string_view name) {
   for (const auto& s : shapes())
     if (s.name == name) return &s;

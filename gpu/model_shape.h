@@ -34,6 +34,9 @@ struct ModelShape {
 // Returns nullptr for an unknown name.
 const ModelShape* find_model_shape(std::string_view name);
 std::vector<std::string> model_shape_names();
+// The catalog model and TP a shape is one GPU's shard of (what calibration
+// samples timed on it name); false for a shape of no catalog model ("tiny").
+bool shape_catalog_model(const ModelShape& s, std::string& model, int& tp);
 
 // The GPU KV pool behind a block manager: num_blocks is BlockPool::num_blocks()
 // (the null block 0 included, as vLLM allocates it too), block_size the

@@ -1,6 +1,9 @@
 #include "sim/cli/backend_mode.h"
 
+#include <ctime>
+
 #include "reports/backend_shadow.h"
+#include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
 #include "sim/scenario/point_run.h"
 #ifdef PREFIXSIM_WITH_CUDA
@@ -24,11 +27,14 @@ void add_backend_options(po::options_description& o) {
       ("backend-tolerance", po::value<double>(),
        "relative L2 error the check allows (default 1e-4 on cpu, fp32; 2e-2 on gpu, bf16)")
       ("backend-seed", po::value<uint64_t>()->default_value(1), "weights and inputs of the backend's model")
-      ("shadow", "with --backend gpu: price every step with the cost model too and report modeled against measured");
+      ("shadow", "with --backend gpu: price every step with the cost model too and report modeled against measured")
+      ("shadow-samples", po::value<std::string>(),
+       "with --shadow: also write every measured step as calibration samples (prefixsim gpu calibrate "
+       "--samples FILE fits a profile to them; gpu validate holds one against them), with --out's files");
 }
 
 namespace {
-const char* kBackendFlags[] = {"backend-shape", "backend-check", "backend-tolerance", "shadow"};
+const char* kBackendFlags[] = {"backend-shape", "backend-check", "backend-tolerance", "shadow", "shadow-samples"};
 
 std::string default_shape(const std::string& kind, const ModelSpec& model, int tp) {
   if (kind == "cpu") return "tiny";
@@ -70,6 +76,14 @@ std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Sc
   cfg.measured_time = cfg.kind == "gpu";
   cfg.shadow = vm.count("shadow") > 0;
   if (cfg.shadow && cfg.kind != "gpu") throw InputError("--shadow: needs --backend gpu (the cpu backend measures nothing)");
+  if (vm.count("shadow-samples")) {
+    if (!cfg.shadow) throw InputError("--shadow-samples: needs --shadow (the samples are its measured steps)");
+    std::string catalog_model;
+    int tp = 0;
+    if (!gpu::shape_catalog_model(cfg.shape, catalog_model, tp))
+      throw InputError("--shadow-samples: shape " + shape_name + " is no catalog model's, so its samples could not "
+                       "calibrate one (use --backend-shape llama-3.1-8b or llama-3.1-70b-tp4)");
+  }
   // Every replica holds its own pool; fp32 on the CPU, bf16 on the GPU.
   const gpu::KvPoolLayout layout = gpu::pool_layout_for(pool_blocks, s.block_size, cfg.shape);
   const double gib = static_cast<double>(layout.pool_bytes()) * (cfg.kind == "cpu" ? 2.0 : 1.0) *
@@ -87,6 +101,7 @@ std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Sc
     if (!cuda) throw InputError("--backend gpu: cannot load the CUDA library: " + why);
     const gpu::cuda::DeviceInfo dev = cuda->query_devices();
     if (dev.count == 0) throw InputError("--backend gpu: no CUDA device (" + dev.error + ")");
+    cfg.device = {dev.name, dev.cuda, dev.sm_count};
     factory = cuda->make_gpu_runner;
 #else
     throw InputError("--backend gpu: this prefixsim was built without CUDA (meson -Dcuda=enabled on a machine with nvcc)");
@@ -154,9 +169,28 @@ void BackendHooks::attach(Fleet& fleet) {
   b_.listen_to_pools();
 }
 
+BackendHooks::BackendHooks(gpu::Backend& b, const ReplaySetup& setup, const po::variables_map& vm)
+    : b_(b), setup_(setup) {
+  if (vm.count("shadow-samples")) samples_ = std::make_unique<AtomicFile>(vm["shadow-samples"].as<std::string>(),
+                                                                          "--shadow-samples");
+}
+
+BackendHooks::~BackendHooks() = default;
+
 void BackendHooks::finish(const PolicyContext& ctx, RunReport& report) {
   if (b_.config().check_requests > 0) check_ = b_.check();
   report.backend = backend_report(b_, check_);
+  if (samples_) {
+    char date[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    const Scenario& s = setup_.scenario;
+    const std::string source = (s.trace.empty() ? "the " + s.workload + " workload" : s.trace) + ", " +
+                               std::to_string(b_.stats().steps) + " steps on " + std::to_string(s.replicas) +
+                               " replica(s)";
+    samples_->stream() << b_.shadow_samples_text(s.block_size, date, source);
+    samples_->finish();
+  }
   if (BackendReport::Shadow* shadow = report.backend->shadow ? &*report.backend->shadow : nullptr) {
     const PointResult twin = run_scenario_point(setup_.scenario, setup_.resolved, ctx, setup_.kv.num_blocks);
     shadow->ttft_measured_p50 = report.timed->latency_ms.ttft.p50;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "gpu/backend.h"
+#include "sim/base/atomic_file.h"
 #include "reports/run_report.h"
 #include "sim/cli/options.h"
 #include "sim/cost/catalog.h"
@@ -27,17 +28,23 @@ std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Sc
 // backend) and its TTFT goes beside the measured run's.
 class BackendHooks final : public ReplayBackendHooks {
  public:
-  BackendHooks(gpu::Backend& b, const ReplaySetup& setup) : b_(b), setup_(setup) {}
+  // With --shadow-samples its file is opened (under a temporary name) now.
+  BackendHooks(gpu::Backend& b, const ReplaySetup& setup, const po::variables_map& vm);
+  ~BackendHooks() override;
   ExecutorWrap wrap() override;
   void attach(Fleet& fleet) override;
   void finish(const PolicyContext& ctx, RunReport& report) override;
   // The check's outcome, if it ran.
   const std::optional<gpu::BackendCheckResult>& check() const { return check_; }
+  // --shadow-samples' file, written after the run and renamed in with --out's
+  // files (nullptr without the flag).
+  AtomicFile* samples() { return samples_.get(); }
 
  private:
   gpu::Backend& b_;
   const ReplaySetup& setup_;
   std::optional<gpu::BackendCheckResult> check_;
+  std::unique_ptr<AtomicFile> samples_;
 };
 
 }  // namespace prefixsim::cli

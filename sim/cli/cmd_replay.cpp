@@ -56,24 +56,34 @@ void check_replay_outputs(const po::variables_map& vm, const Scenario& s) {
   std::vector<std::string> inputs = scenario_input_files(s);
   if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
   check_output_set(s.out, run_output_names(), "--out", inputs);
-  if (vm.count("steps-out")) {
-    const std::string steps_path = vm["steps-out"].as<std::string>();
-    check_output_file(steps_path, "--steps-out");
-    check_not_an_input(steps_path, "--steps-out", inputs);
+  // A file written beside --out's (and renamed in with them).
+  const auto check_beside = [&](const std::string& flag) {
+    const std::string path = vm[flag].as<std::string>();
+    check_output_file(path, "--" + flag);
+    check_not_an_input(path, "--" + flag, inputs);
     // Before the run, not at the last rename: the outputs need not exist yet.
     for (const std::string& name : run_output_names())
-      if (same_path(steps_path, s.out + "/" + name))
-        throw InputError("--steps-out: " + steps_path + " is --out's " + name + "; write the steps elsewhere");
+      if (same_path(path, s.out + "/" + name))
+        throw InputError("--" + flag + ": " + path + " is --out's " + name + "; write it elsewhere");
+  };
+  if (vm.count("shadow-samples")) {
+    check_beside("shadow-samples");
+    if (vm.count("steps-out") && same_path(vm["steps-out"].as<std::string>(), vm["shadow-samples"].as<std::string>()))
+      throw InputError("--shadow-samples: the same file as --steps-out");
+  }
+  if (vm.count("steps-out")) {
+    check_beside("steps-out");
     if (s.mode != "engine") throw InputError("--steps-out: only engine mode schedules steps (cache mode has none)");
     if (fleet_replicas(s) > 1) throw InputError("--steps-out: writes one replica's batches; run it with --replicas 1");
   }
 }
 
 // Writes the report (and the steps with it) and says so; the exit code.
-int finish_replay(const po::variables_map& vm, const Scenario& s, ReplayRun& run, const BackendHooks* hooks) {
+int finish_replay(const po::variables_map& vm, const Scenario& s, ReplayRun& run, BackendHooks* hooks) {
   run.report.tool_version = PREFIXSIM_VERSION;
   std::vector<AtomicFile*> also;
   if (run.steps) also.push_back(&run.steps->file());
+  if (hooks && hooks->samples()) also.push_back(hooks->samples());
   write_run_outputs(s.out, run.report, also);
   if (!vm.count("quiet")) {
     std::cout << render_terminal_summary(run.report);
@@ -121,10 +131,10 @@ int cmd_replay(const Args& args) {
   const Scenario& s = setup.scenario;
   ReplayRunOptions o;
   o.steps_every = vm["steps-every"].as<uint64_t>();
+  check_replay_outputs(vm, s);
   const std::unique_ptr<gpu::Backend> backend = make_backend(vm, s, *setup.resolved.model, setup.kv.num_blocks);
   std::optional<BackendHooks> hooks;
-  if (backend) o.backend = &hooks.emplace(*backend, setup);
-  check_replay_outputs(vm, s);
+  if (backend) o.backend = &hooks.emplace(*backend, setup, vm);
   if (o.steps_every < 1) throw InputError("--steps-every: must be at least 1");
   if (vm.count("steps-out")) o.steps_out = vm["steps-out"].as<std::string>();
   o.progress = !vm.count("quiet") && ::isatty(2);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -156,6 +157,34 @@ std::string provenance(const CalibrationSamples& s, const std::string& samples_f
 }
 
 }  // namespace
+
+std::string samples_header_text(const SamplesHeader& h) {
+  std::string out = std::string("# ") + kCalibrationSamplesSchema + "\n";
+  out += "# gpu.name: " + h.gpu_name + "\n";
+  out += "# gpu.sm_count: " + std::to_string(h.sm_count) + "\n";
+  out += "# gpu.sm_clock_mhz: " + h.sm_clock_mhz + "\n";
+  out += "# gpu.mem_clock_mhz: " + h.mem_clock_mhz + "\n";
+  out += "# gpu.driver: " + h.driver + "\n";
+  out += "# gpu.cuda: " + h.cuda + "\n";
+  out += "# model: " + h.model + "\n";
+  out += "# tp: " + std::to_string(h.tp) + "\n";
+  out += "# block_size: " + std::to_string(h.block_size) + "\n";
+  out += "# date: " + h.date + "\n";
+  if (!h.runner.empty()) out += "# runner: " + h.runner + "\n";
+  return out + "kind,seqs,new_tokens,attn_units,context_tokens,ms\n";
+}
+
+std::string sample_row_text(std::string_view kind, const BatchSummary& b, double ms) {
+  char row[160];
+  std::snprintf(row, sizeof row, ",%lld,%lld,%.1f,%.0f,%.4f\n", static_cast<long long>(b.seqs),
+                static_cast<long long>(b.new_tokens), b.attn_units, b.context_tokens, ms);
+  return std::string(kind) + row;
+}
+
+StepKind step_kind_of(const BatchSummary& b) {
+  if (b.decode_seqs == b.seqs) return StepKind::decode;
+  return b.decode_seqs == 0 ? StepKind::prefill : StepKind::mixed;
+}
 
 const char* to_string(StepKind k) {
   switch (k) {

@@ -33,6 +33,7 @@
 
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/cost/fit.h"
@@ -58,6 +59,26 @@ struct CalibrationSamples {
   std::vector<StepSample> samples;
   std::vector<StepKind> kinds;  // kinds[i] is the kind of samples[i]
 };
+
+// Writing the format: the header lines (through the column line) and one
+// row per measured step, the same bytes whichever tool measured them
+// (prefixsim-gpu-bench --calibrate, replay --backend gpu --shadow-samples).
+struct SamplesHeader {
+  std::string gpu_name;
+  int sm_count = 0;
+  std::string sm_clock_mhz = "0", mem_clock_mhz = "0";  // as nvidia-smi says them; "0" when not known
+  std::string driver = "unknown";
+  std::string cuda;  // the CUDA runtime's version
+  std::string model;
+  int tp = 1;
+  int block_size = 0;
+  std::string date;    // ISO 8601
+  std::string runner;  // what measured the steps; "" leaves the line out
+};
+std::string samples_header_text(const SamplesHeader& h);
+std::string sample_row_text(std::string_view kind, const BatchSummary& b, double ms);
+// A step's kind by its sequences' new tokens: all 1 decode, none 1 prefill.
+StepKind step_kind_of(const BatchSummary& b);
 
 // InputError "FILE:LINE: field 'x': ..." for anything but a well-formed file
 // with at least one row; never skips a row.

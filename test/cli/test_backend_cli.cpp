@@ -120,6 +120,13 @@ TEST_CASE("replay --backend misuse is exit 2 naming the flag", "[cli][backend]")
   refused({"--backend", "cpu", "--backend-check", "0"}, "--backend-check: must be at least 1");
   refused({"--backend", "cpu", "--backend-tolerance", "2"}, "--backend-tolerance");
   refused({"--backend", "cpu", "--mode", "cache"}, "--backend: only engine mode");
+  refused({"--shadow-samples", dir + "/s.csv"}, "--shadow-samples: needs --backend");
+  refused({"--backend", "cpu", "--shadow-samples", dir + "/s.csv"}, "--shadow-samples: needs --shadow");
+  refused({"--backend", "gpu", "--backend-shape", "tiny", "--shadow", "--shadow-samples", dir + "/s.csv"},
+          "--shadow-samples: shape tiny is no catalog model's");
+  refused({"--backend", "cpu", "--shadow-samples", dir + "/report.json"}, "--shadow-samples: " + dir +
+                                                                             "/report.json is --out's report.json");
+  refused({"--backend", "cpu", "--shadow-samples", "/dev/null"}, "--shadow-samples");
   CHECK_FALSE(std::filesystem::exists(dir + "/report.json"));
 }
 

@@ -12,6 +12,7 @@
 #include "gpu/backend.h"
 #include "gpu/model_shape.h"
 #include "policies/registry.h"
+#include "sim/cost/calibration_samples.h"
 #include "sim/kv/block_pool.h"
 #include "sim/kv/kv_tier.h"
 #include "sim/engine/request.h"
@@ -309,4 +310,67 @@ TEST_CASE("With --shadow each step keeps the cost model's device time beside the
     CHECK(backend.stats().measured_ms == Approx(2.0 + 0.5 * 20 + 2 * 2.5));
   }
 }
+}  // namespace test_backend
+
+namespace test_backend {
+
+TEST_CASE("A shadowed run's measured steps read back as calibration samples: header, kinds, shapes and times",
+          "[gpu][backend][shadow]") {
+  BackendConfig cfg;
+  cfg.kind = "gpu";
+  cfg.shape = *find_model_shape("tiny");
+  cfg.shape.name = "llama-3.1-8b";  // the tiny model's dimensions under a catalog shape's name: the CPU can run it
+  cfg.shadow = true;
+  cfg.measured_time = true;
+  cfg.device = {"NVIDIA H200", "13.0", 132};
+  Backend backend(cfg, [](const ModelShape& s, int64_t blocks, int32_t bs, uint64_t seed) -> std::unique_ptr<ModelRunner> {
+    return std::make_unique<MeasuringRunner>(make_cpu_runner(s, blocks, bs, seed));
+  });
+  BlockPool pool(16, true, make_policy("lru"));
+  SplitExecutor modeled;
+  const std::unique_ptr<Executor> exec = backend.wrap(modeled, pool, 16, 0);
+  RequestOutputTokens tokens;
+  const Request a = prompt("A", iota_tokens(20, 7)), b = prompt("B", iota_tokens(12, 300));
+  // A's prefill; A's decode; A's decode beside B's prefill (mixed); two decodes.
+  const std::vector<std::vector<Step>> steps = {{{&a, 0, 20, {1, 2}}},
+                                                {{&a, 20, 1, {1, 2}}},
+                                                {{&a, 21, 1, {1, 2}}, {&b, 0, 12, {3}}},
+                                                {{&a, 22, 1, {1, 2}}, {&b, 12, 1, {3}}}};
+  for (const auto& step : steps) {
+    Batch batch;
+    for (const Step& s : step) {
+      batch.seqs.push_back({s.fresh, s.computed, s.table});
+      batch.origins.push_back({s.r, tokens.prepare(*s.r)});
+    }
+    exec->step_cost(batch);
+  }
+  const std::string text = backend.shadow_samples_text(16, "2026-12-04T09:00:00Z", "a test's four steps");
+  const CalibrationSamples cs = parse_calibration_samples(text, "shadow.csv");
+  CHECK(cs.gpu.name == "NVIDIA H200");
+  CHECK(cs.gpu.sm_count == 132);
+  CHECK(cs.gpu.cuda == "13.0");
+  CHECK(cs.model == "llama-3.1-8b");
+  CHECK(cs.tp == 1);
+  CHECK(cs.block_size == 16);
+  CHECK(cs.date == "2026-12-04T09:00:00Z");
+  CHECK(cs.runner.find("prefixsim replay --backend gpu --shadow") != std::string::npos);
+  CHECK(cs.runner.find("a test's four steps") != std::string::npos);
+  REQUIRE(cs.samples.size() == 4);
+  const StepKind kinds[] = {StepKind::prefill, StepKind::decode, StepKind::mixed, StepKind::decode};
+  const int64_t new_tokens[] = {20, 1, 13, 2};
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("step " << i + 1);
+    CHECK(cs.kinds[i] == kinds[i]);
+    CHECK(cs.samples[i].shape.new_tokens == new_tokens[i]);
+    CHECK(cs.samples[i].shape.seqs == static_cast<int64_t>(steps[i].size()));
+    CHECK(cs.samples[i].shape.attn_units == Approx(backend.stats().shadow[i].shape.attn_units).margin(0.05));
+    CHECK(cs.samples[i].shape.context_tokens == Approx(backend.stats().shadow[i].shape.context_tokens));
+    CHECK(cs.samples[i].seconds == Approx((2.0 + 0.5 * static_cast<double>(new_tokens[i])) / 1000.0));
+  }
+  // The tiny shape is no catalog model's: its samples could calibrate nothing.
+  cfg.shape = *find_model_shape("tiny");
+  Backend tiny(cfg, make_cpu_runner);
+  CHECK_THROWS_WITH(tiny.shadow_samples_text(16, "2026-12-04", "x"), Catch::Contains("no catalog model"));
+}
+
 }  // namespace test_backend

@@ -99,6 +99,44 @@ TEST_CASE("a synthetic samples file reads back every header field and row", "[ca
   CHECK(parse_calibration_samples(crlf, "crlf.csv").samples.size() == steps.size());
 }
 
+TEST_CASE("the samples writer gives the header above byte for byte, and rows that read back", "[calibration]") {
+  SamplesHeader h;
+  h.gpu_name = "NVIDIA H100 80GB HBM3";
+  h.sm_count = 132;
+  h.sm_clock_mhz = "1980";
+  h.mem_clock_mhz = "2619";
+  h.driver = "580.159.04";
+  h.cuda = "13.0";
+  h.model = "llama-3.1-8b";
+  h.block_size = 16;
+  h.date = "2026-11-22T18:30:00Z";
+  h.runner = "test_calibration_samples: step_seconds of known coefficients, 1 % noise";
+  CHECK(samples_header_text(h) == kHeader);
+  BatchSummary prefill, decode, mixed;
+  prefill.add(512, 0);
+  decode.add(1, 700);
+  decode.add(1, 33);
+  mixed.add(1, 700);
+  mixed.add(64, 128);
+  CHECK(step_kind_of(prefill) == StepKind::prefill);
+  CHECK(step_kind_of(decode) == StepKind::decode);
+  CHECK(step_kind_of(mixed) == StepKind::mixed);
+  CHECK(sample_row_text("prefill", prefill, 12.34567) == "prefill,1,512,131072.0,512,12.3457\n");
+  const std::string text = samples_header_text(h) + sample_row_text(to_string(step_kind_of(prefill)), prefill, 12.5) +
+                           sample_row_text(to_string(step_kind_of(decode)), decode, 3.25) +
+                           sample_row_text(to_string(step_kind_of(mixed)), mixed, 7.0);
+  const CalibrationSamples cs = parse_calibration_samples(text, "written.csv");
+  REQUIRE(cs.samples.size() == 3);
+  CHECK(cs.kinds == std::vector<StepKind>{StepKind::prefill, StepKind::decode, StepKind::mixed});
+  CHECK(cs.samples[1].shape.seqs == 2);
+  CHECK(cs.samples[1].shape.attn_units == Approx(decode.attn_units));
+  CHECK(cs.samples[2].shape.context_tokens == Approx(mixed.context_tokens));
+  CHECK(cs.samples[2].seconds == Approx(0.007));
+  // Without a runner the line is left out (it is optional).
+  h.runner.clear();
+  CHECK(samples_header_text(h).find("# runner:") == std::string::npos);
+}
+
 TEST_CASE("fitting a synthetic samples file recovers the known coefficients", "[calibration]") {
   const CostCoefficients want = truth();
   const CalibrationSamples s = parse_calibration_samples(synthetic_file(want), "dir/synthetic.csv");
