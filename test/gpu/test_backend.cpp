@@ -267,6 +267,36 @@ class SplitExecutor final : public Executor {
   StepCost step_cost(const Batch& b) override { return {300'000, 1'000'000 + 100'000 * b.total_new_tokens()}; }
 };
 
+// Replica `replica`'s backend with shadow on, over a MeasuringRunner and a
+// pool of 16 blocks of 16 tokens, priced by a SplitExecutor.
+struct MeasuredRig {
+  static BackendConfig shadowed(BackendConfig cfg) {
+    cfg.shadow = true;
+    return cfg;
+  }
+  MeasuredRig(const BackendConfig& cfg, uint32_t replica)
+      : pool(16, true, make_policy("lru")),
+        backend(shadowed(cfg),
+                [](const ModelShape& s, int64_t blocks, int32_t bs, uint64_t seed) -> std::unique_ptr<ModelRunner> {
+                  return std::make_unique<MeasuringRunner>(make_cpu_runner(s, blocks, bs, seed));
+                }),
+        exec(backend.wrap(modeled, pool, 16, replica)) {}
+  // Runs one step (once) and returns its cost.
+  StepCost step(const std::vector<Step>& seqs) {
+    Batch b;
+    for (const Step& s : seqs) {
+      b.seqs.push_back({s.fresh, s.computed, s.table});
+      b.origins.push_back({s.r, tokens.prepare(*s.r)});
+    }
+    return exec->step_cost(b);
+  }
+  BlockPool pool;
+  SplitExecutor modeled;
+  Backend backend;
+  std::unique_ptr<Executor> exec;
+  RequestOutputTokens tokens;
+};
+
 TEST_CASE("With --shadow each step keeps the cost model's device time beside the measured one, and only the "
           "measured one drives the clock when asked",
           "[gpu][backend][shadow]") {
@@ -274,23 +304,14 @@ TEST_CASE("With --shadow each step keeps the cost model's device time beside the
     INFO("measured clock: " << measured_clock);
     BackendConfig cfg;
     cfg.shape = *find_model_shape("tiny");
-    cfg.shadow = true;
     cfg.measured_time = measured_clock;
-    Backend backend(cfg, [](const ModelShape& s, int64_t blocks, int32_t bs, uint64_t seed) -> std::unique_ptr<ModelRunner> {
-      return std::make_unique<MeasuringRunner>(make_cpu_runner(s, blocks, bs, seed));
-    });
-    BlockPool pool(16, true, make_policy("lru"));
-    SplitExecutor modeled;
-    const std::unique_ptr<Executor> exec = backend.wrap(modeled, pool, 16, 3);
-    RequestOutputTokens tokens;
+    MeasuredRig rig(cfg, 3);
+    const Backend& backend = rig.backend;
     const Request a = prompt("A", iota_tokens(20, 7));
     // A prefill of 20 tokens, then two decode steps.
     const std::vector<Step> steps = {{&a, 0, 20, {1, 2}}, {&a, 20, 1, {1, 2}}, {&a, 21, 1, {1, 2}}};
     for (const Step& s : steps) {
-      Batch b;
-      b.seqs.push_back({s.fresh, s.computed, s.table});
-      b.origins.push_back({s.r, tokens.prepare(*s.r)});
-      const StepCost c = exec->step_cost(b);  // runs the step once
+      const StepCost c = rig.step({s});
       CHECK(c.host == 300'000);
       const double n = static_cast<double>(s.fresh);
       CHECK(c.device == (measured_clock ? std::llround((2.0 + 0.5 * n) * 1e6) : 1'000'000 + 100'000 * s.fresh));
@@ -310,9 +331,6 @@ TEST_CASE("With --shadow each step keeps the cost model's device time beside the
     CHECK(backend.stats().measured_ms == Approx(2.0 + 0.5 * 20 + 2 * 2.5));
   }
 }
-}  // namespace test_backend
-
-namespace test_backend {
 
 TEST_CASE("A shadowed run's measured steps read back as calibration samples: header, kinds, shapes and times",
           "[gpu][backend][shadow]") {
@@ -320,30 +338,17 @@ TEST_CASE("A shadowed run's measured steps read back as calibration samples: hea
   cfg.kind = "gpu";
   cfg.shape = *find_model_shape("tiny");
   cfg.shape.name = "llama-3.1-8b";  // the tiny model's dimensions under a catalog shape's name: the CPU can run it
-  cfg.shadow = true;
   cfg.measured_time = true;
   cfg.device = {"NVIDIA H200", "13.0", 132};
-  Backend backend(cfg, [](const ModelShape& s, int64_t blocks, int32_t bs, uint64_t seed) -> std::unique_ptr<ModelRunner> {
-    return std::make_unique<MeasuringRunner>(make_cpu_runner(s, blocks, bs, seed));
-  });
-  BlockPool pool(16, true, make_policy("lru"));
-  SplitExecutor modeled;
-  const std::unique_ptr<Executor> exec = backend.wrap(modeled, pool, 16, 0);
-  RequestOutputTokens tokens;
+  MeasuredRig rig(cfg, 0);
+  const Backend& backend = rig.backend;
   const Request a = prompt("A", iota_tokens(20, 7)), b = prompt("B", iota_tokens(12, 300));
   // A's prefill; A's decode; A's decode beside B's prefill (mixed); two decodes.
   const std::vector<std::vector<Step>> steps = {{{&a, 0, 20, {1, 2}}},
                                                 {{&a, 20, 1, {1, 2}}},
                                                 {{&a, 21, 1, {1, 2}}, {&b, 0, 12, {3}}},
                                                 {{&a, 22, 1, {1, 2}}, {&b, 12, 1, {3}}}};
-  for (const auto& step : steps) {
-    Batch batch;
-    for (const Step& s : step) {
-      batch.seqs.push_back({s.fresh, s.computed, s.table});
-      batch.origins.push_back({s.r, tokens.prepare(*s.r)});
-    }
-    exec->step_cost(batch);
-  }
+  for (const auto& step : steps) rig.step(step);
   const std::string text = backend.shadow_samples_text(16, "2026-12-04T09:00:00Z", "a test's four steps");
   const CalibrationSamples cs = parse_calibration_samples(text, "shadow.csv");
   CHECK(cs.gpu.name == "NVIDIA H200");
