@@ -35,11 +35,6 @@ class BackendExecutor final : public Executor {
       ShadowStep s;
       s.replica = replica_;
       s.step = step_;
-      s.seqs = static_cast<int64_t>(batch.seqs.size());
-      for (const ScheduledSeq& q : batch.seqs) {
-        s.new_tokens += q.num_new_tokens;
-        s.context_tokens += q.num_computed_tokens;
-      }
       s.modeled_ms = static_cast<double>(modeled.device) / 1e6;
       s.measured_ms = measured_ms;
       s.shape = summarize(batch);
@@ -286,11 +281,18 @@ Backend::Sample* Backend::find_sample(const Request& r, uint64_t key) {
   return it != samples_.end() && it->second.id == r.id ? &it->second : nullptr;
 }
 
-std::string Backend::shadow_samples_text(int32_t block_size, const std::string& date, const std::string& source) const {
-  SamplesHeader h;
-  if (!shape_catalog_model(cfg_.shape, h.model, h.tp))
-    throw InputError("--shadow-samples: shape " + cfg_.shape.name + " is no catalog model's, so its samples could " +
+void Backend::check_samples_shape(const ModelShape& shape) {
+  std::string model;
+  int tp = 0;
+  if (!shape_catalog_model(shape, model, tp))
+    throw InputError("--shadow-samples: shape " + shape.name + " is no catalog model's, so its samples could " +
                      "not calibrate one (use --backend-shape llama-3.1-8b or llama-3.1-70b-tp4)");
+}
+
+std::string Backend::shadow_samples_text(int32_t block_size, const std::string& date, const std::string& source) const {
+  check_samples_shape(cfg_.shape);
+  SamplesHeader h;
+  shape_catalog_model(cfg_.shape, h.model, h.tp);
   h.gpu_name = cfg_.device.name;
   h.sm_count = cfg_.device.sm_count;
   h.cuda = cfg_.device.cuda;

@@ -68,10 +68,11 @@ struct BackendConfig {
 struct ShadowStep {
   uint32_t replica = 0;
   uint64_t step = 0;  // of its replica, from 1
-  int64_t seqs = 0, new_tokens = 0, context_tokens = 0;
   double modeled_ms = 0;   // the cost model's device time
   double measured_ms = 0;  // the runner's
   BatchSummary shape;      // N, S, A, K as the cost model reads them (a calibration sample's columns)
+  // Tokens already in the KV cache before the step (K counts the new ones too).
+  int64_t context_tokens() const { return static_cast<int64_t>(shape.context_tokens) - shape.new_tokens; }
 };
 
 struct BackendStats {
@@ -126,6 +127,8 @@ class Backend final : public TierObserver {
   // catalog model, `date` (ISO 8601) and what ran (`source`: the trace or
   // workload). InputError for a shape of no catalog model.
   std::string shadow_samples_text(int32_t block_size, const std::string& date, const std::string& source) const;
+  // That InputError, for a refusal before the run.
+  static void check_samples_shape(const ModelShape& shape);
 
  private:
   friend class BackendExecutor;

@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <exception>
 #include <fstream>
 #include <string>
@@ -76,9 +75,6 @@ int calibrate(const ModelShape& s, int32_t bs, int reps, const cuda::DeviceInfo&
               const std::string& path, const std::vector<CalibrationStep>& grid, const std::string& what) {
   const int64_t num_blocks = kPoolTokens / bs;
   cuda::Model m(s, num_blocks, bs, 42);
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   SamplesHeader h;
   h.gpu_name = dev.name;
   h.sm_count = dev.sm_count;
@@ -88,7 +84,7 @@ int calibrate(const ModelShape& s, int32_t bs, int reps, const cuda::DeviceInfo&
   h.cuda = dev.cuda;
   if (!shape_catalog_model(s, h.model, h.tp)) h.model = s.name;  // refused by `gpu calibrate`, as before
   h.block_size = bs;
-  h.date = date;
+  h.date = samples_date_now();
   h.runner = std::string("prefixsim-gpu-bench --calibrate: random-weight ") + s.name + " forward (cuBLASLt GEMMs, " +
              cuda::attn_kernel_name(cuda::kDefaultAttnKernel) + " paged attention, no CUDA graphs, no lm_head or " +
              "sampling), device time, median of " + std::to_string(reps) + ", L2 flushed; " + what;

@@ -1,7 +1,5 @@
 #include "sim/cli/backend_mode.h"
 
-#include <ctime>
-
 #include "reports/backend_shadow.h"
 #include "sim/base/atomic_file.h"
 #include "sim/base/error.h"
@@ -78,11 +76,7 @@ std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Sc
   if (cfg.shadow && cfg.kind != "gpu") throw InputError("--shadow: needs --backend gpu (the cpu backend measures nothing)");
   if (vm.count("shadow-samples")) {
     if (!cfg.shadow) throw InputError("--shadow-samples: needs --shadow (the samples are its measured steps)");
-    std::string catalog_model;
-    int tp = 0;
-    if (!gpu::shape_catalog_model(cfg.shape, catalog_model, tp))
-      throw InputError("--shadow-samples: shape " + shape_name + " is no catalog model's, so its samples could not "
-                       "calibrate one (use --backend-shape llama-3.1-8b or llama-3.1-70b-tp4)");
+    gpu::Backend::check_samples_shape(cfg.shape);
   }
   // Every replica holds its own pool; fp32 on the CPU, bf16 on the GPU.
   const gpu::KvPoolLayout layout = gpu::pool_layout_for(pool_blocks, s.block_size, cfg.shape);
@@ -112,7 +106,7 @@ std::unique_ptr<gpu::Backend> make_backend(const po::variables_map& vm, const Sc
 
 namespace {
 BackendStepReport step_report(const gpu::ShadowStep& s) {
-  return {s.replica, s.step, s.seqs, s.new_tokens, s.context_tokens, s.modeled_ms, s.measured_ms};
+  return {s.replica, s.step, s.shape.seqs, s.shape.new_tokens, s.context_tokens(), s.modeled_ms, s.measured_ms};
 }
 
 BackendReport::Shadow shadow_summary(const std::vector<gpu::ShadowStep>& steps) {
@@ -181,14 +175,11 @@ void BackendHooks::finish(const PolicyContext& ctx, RunReport& report) {
   if (b_.config().check_requests > 0) check_ = b_.check();
   report.backend = backend_report(b_, check_);
   if (samples_) {
-    char date[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     const Scenario& s = setup_.scenario;
     const std::string source = (s.trace.empty() ? "the " + s.workload + " workload" : s.trace) + ", " +
                                std::to_string(b_.stats().steps) + " steps on " + std::to_string(s.replicas) +
                                " replica(s)";
-    samples_->stream() << b_.shadow_samples_text(s.block_size, date, source);
+    samples_->stream() << b_.shadow_samples_text(s.block_size, samples_date_now(), source);
     samples_->finish();
   }
   if (BackendReport::Shadow* shadow = report.backend->shadow ? &*report.backend->shadow : nullptr) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <ctime>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -179,6 +180,13 @@ std::string sample_row_text(std::string_view kind, const BatchSummary& b, double
   std::snprintf(row, sizeof row, ",%lld,%lld,%.1f,%.0f,%.4f\n", static_cast<long long>(b.seqs),
                 static_cast<long long>(b.new_tokens), b.attn_units, b.context_tokens, ms);
   return std::string(kind) + row;
+}
+
+std::string samples_date_now() {
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return date;
 }
 
 StepKind step_kind_of(const BatchSummary& b) {

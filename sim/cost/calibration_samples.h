@@ -79,6 +79,8 @@ std::string samples_header_text(const SamplesHeader& h);
 std::string sample_row_text(std::string_view kind, const BatchSummary& b, double ms);
 // A step's kind by its sequences' new tokens: all 1 decode, none 1 prefill.
 StepKind step_kind_of(const BatchSummary& b);
+// Now, in UTC, as the header's date ("2026-11-22T18:30:00Z").
+std::string samples_date_now();
 
 // InputError "FILE:LINE: field 'x': ..." for anything but a well-formed file
 // with at least one row; never skips a row.

@@ -322,9 +322,9 @@ TEST_CASE("With --shadow each step keeps the cost model's device time beside the
       const double n = static_cast<double>(steps[i].fresh);
       CHECK(sh[i].replica == 3);
       CHECK(sh[i].step == i + 1);
-      CHECK(sh[i].seqs == 1);
-      CHECK(sh[i].new_tokens == steps[i].fresh);
-      CHECK(sh[i].context_tokens == steps[i].computed);
+      CHECK(sh[i].shape.seqs == 1);
+      CHECK(sh[i].shape.new_tokens == steps[i].fresh);
+      CHECK(sh[i].context_tokens() == steps[i].computed);
       CHECK(sh[i].modeled_ms == Approx(1.0 + 0.1 * n));
       CHECK(sh[i].measured_ms == Approx(2.0 + 0.5 * n));
     }
